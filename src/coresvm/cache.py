@@ -1,0 +1,92 @@
+"""LRU cache of extended-kernel columns with a byte budget.
+
+The full-gradient solvers need whole columns ``Q[:, i]`` (``m`` values each).
+The cache holds as many as the byte budget allows, evicting the least recently
+used one.  It is a bundle of plain arrays so the compiled solver loop can use
+it without leaving Numba; :class:`ColumnCache` is the Python-side owner.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# counters[] layout
+CLOCK, HITS, MISSES = 0, 1, 2
+
+
+class ColumnCache:
+    """Storage for up to ``n_slots`` columns of length ``n_points``.
+
+    Parameters
+    ----------
+    n_points : int
+        Length of one column (the number of training points).
+    budget_bytes : int
+        Upper bound on the bytes of column storage.  At least two columns are
+        always kept (a pairwise step needs two at once), so a budget below two
+        columns is raised to two and :attr:`over_budget` is set.
+    dtype : numpy dtype
+        Storage type of the columns (float64 or float32).
+    """
+
+    def __init__(self, n_points: int, budget_bytes: int, dtype=np.float64):
+        itemsize = np.dtype(dtype).itemsize
+        column_bytes = max(n_points, 1) * itemsize
+        fits = int(budget_bytes // column_bytes)
+        self.over_budget = fits < 2
+        self.n_slots = max(2, min(fits, n_points))
+        self.store = np.zeros((self.n_slots, n_points), dtype=dtype)
+        self.slot_of = np.full(n_points, -1, dtype=np.int32)
+        self.owner = np.full(self.n_slots, -1, dtype=np.int64)
+        self.stamp = np.zeros(self.n_slots, dtype=np.int64)
+        self.counters = np.zeros(3, dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the column storage."""
+        return int(self.store.nbytes)
+
+    @property
+    def hits(self) -> int:
+        return int(self.counters[HITS])
+
+    @property
+    def misses(self) -> int:
+        return int(self.counters[MISSES])
+
+    def arrays(self):
+        return self.store, self.slot_of, self.owner, self.stamp, self.counters
+
+
+@njit(cache=True)
+def cache_slot(slot_of, owner, stamp, counters, point, protected_slot):
+    """Find the slot of ``point``; on a miss, claim the least recently used slot.
+
+    Returns ``(slot, hit)``.  On a miss the caller must fill ``store[slot]``.
+    ``protected_slot`` is never evicted (the other column of a pairwise step).
+    """
+    counters[CLOCK] += 1
+    slot = slot_of[point]
+    if slot >= 0:
+        counters[HITS] += 1
+        stamp[slot] = counters[CLOCK]
+        return slot, True
+    counters[MISSES] += 1
+    victim = -1
+    oldest = np.iinfo(np.int64).max
+    for s in range(owner.shape[0]):
+        if s == protected_slot:
+            continue
+        if owner[s] < 0:
+            victim = s
+            break
+        if stamp[s] < oldest:
+            oldest = stamp[s]
+            victim = s
+    if owner[victim] >= 0:
+        slot_of[owner[victim]] = -1
+    owner[victim] = point
+    slot_of[point] = victim
+    stamp[victim] = counters[CLOCK]
+    return victim, False

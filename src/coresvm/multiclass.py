@@ -1,0 +1,87 @@
+"""One-vs-one decomposition and LIBSVM's support-vector layout.
+
+Each pair of classes ``(a, b)``, ``a < b``, gets its own binary simplex
+problem.  The fitted model keeps the union of the pairs' support vectors,
+grouped by class, with coefficients in LIBSVM's ``(n_classes - 1, n_SV)``
+layout: for pair ``(a, b)`` the coefficients of class-``a`` SVs sit in row
+``b - 1`` and those of class-``b`` SVs in row ``a``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class BinaryModel:
+    """One solved binary problem, mapped back to training-set row indices."""
+
+    rows: np.ndarray  # training indices of the support vectors
+    coef: np.ndarray  # a_i y_i / rho
+    intercept: float  # sum a_i y_i / rho (0 without bias)
+    info: dict
+
+    @classmethod
+    def from_solution(cls, rows, result, signs, bias: bool) -> BinaryModel:
+        """Scale the simplex solution by the margin ``rho = a'Qa``.
+
+        The L2-SVM decision ``h(x) = sum a_i y_i (k(x_i, x) + 1)`` (seed 000
+        eq. 13) has margin ``rho``; dividing by it gives SVC's scale, where
+        margin points have ``y h(x) = 1 - xi_i / rho``.
+        """
+        rho = result.squared_norm if result.squared_norm > 0 else 1.0
+        coef = result.alpha * signs / rho
+        intercept = float(coef.sum()) if bias else 0.0
+        info = result.as_record()
+        info["rho"] = rho
+        return cls(np.asarray(rows, dtype=np.int64), coef, intercept, info)
+
+
+@dataclass
+class OneVsOneLayout:
+    """Support vectors and coefficients of all pairs in one LIBSVM-style layout."""
+
+    support: np.ndarray
+    n_support: np.ndarray
+    dual_coef: np.ndarray
+    intercept: np.ndarray
+    pair_coef: np.ndarray  # (n_SV, n_pairs): column p is pair p's coefficient vector
+
+    @staticmethod
+    def pairs(n_classes: int) -> list[tuple[int, int]]:
+        return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+
+    @classmethod
+    def build(cls, models: list[BinaryModel], y_index: np.ndarray, n_classes: int) -> OneVsOneLayout:
+        all_rows = np.unique(np.concatenate([model.rows for model in models]))
+        order = np.lexsort((all_rows, y_index[all_rows]))  # by class, then by row
+        support = all_rows[order]
+        position = {row: p for p, row in enumerate(support)}
+        sv_class = y_index[support]
+        n_support = np.bincount(sv_class, minlength=n_classes).astype(np.int32)
+        pairs = cls.pairs(n_classes)
+        pair_coef = np.zeros((len(support), len(pairs)))
+        dual_coef = np.zeros((max(n_classes - 1, 1), len(support)))
+        for p, ((a, b), model) in enumerate(zip(pairs, models)):
+            places = np.array([position[row] for row in model.rows], dtype=np.int64)
+            pair_coef[places, p] = model.coef
+            if n_classes == 2:
+                dual_coef[0, places] = model.coef
+                continue
+            in_a = sv_class[places] == a
+            dual_coef[b - 1, places[in_a]] = model.coef[in_a]
+            dual_coef[a, places[~in_a]] = model.coef[~in_a]
+        intercept = np.array([model.intercept for model in models])
+        return cls(support, n_support, dual_coef, intercept, pair_coef)
+
+    @staticmethod
+    def vote(decisions: np.ndarray, n_classes: int) -> np.ndarray:
+        """Max-wins voting over the pairwise decisions (ties: lowest class index)."""
+        votes = np.zeros((decisions.shape[0], n_classes), dtype=np.int64)
+        for p, (a, b) in enumerate(OneVsOneLayout.pairs(n_classes)):
+            wins_a = decisions[:, p] > 0
+            votes[wins_a, a] += 1
+            votes[~wins_a, b] += 1
+        return np.argmax(votes, axis=1)

@@ -1,0 +1,209 @@
+"""The simplex quadratic program every solver in coresvm works on.
+
+All five source papers reduce the L2-SVM to (ARCHITECTURE.md section 1)::
+
+    minimize  f(a) = a' Q a - lam * a' diag(Q)    s.t.  a >= 0,  sum(a) = 1
+
+with the *extended kernel* ``Q_ij = y_i y_j (k(x_i, x_j) + bias) + delta_ij / C_i``
+(seed 000 eq. 18).  ``bias`` is 1 when the model has a bias term (``b = sum a_i y_i``
+is folded into the kernel) and 0 for the no-bias machine.  ``C_i = C * w_i``
+carries sample and class weights.  ``lam = 0`` is the minimal-norm problem
+(FW family, MNSVM); ``lam = 1`` the minimum enclosing ball (CVM, BVM,
+SphereSVM).  For RBF, ``diag(Q)`` is constant and both have the same solution.
+
+The L2-SVM primal behind it (seed 000 eq. 7) is::
+
+    minimize  1/2 (||w||^2 + b^2 + C sum_i xi_i^2) - rho
+    s.t.      y_i (w' phi(x_i) + b) >= rho - xi_i
+
+and at the optimum ``w = sum a_i y_i phi(x_i)``, ``b = sum a_i y_i``,
+``xi_i = a_i / C_i`` and ``rho = a' Q a``.
+
+This module holds the compiled evaluation of ``Q`` (columns and rows, never
+the matrix) and NumPy reference functions (objective, gradient, duality gap,
+the dense ``Q`` of a *small* problem) used by tests and diagnostics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from .kernels import (
+    KernelSpec,
+    as_solver_data,
+    dot_with_dense,
+    kernel_block,
+    kernel_diagonal,
+    kernel_from_dot,
+    n_features,
+    row_to_dense,
+    squared_norms,
+)
+
+PARALLEL_MIN_WORK = 200_000  # kernel values below which threads cost more than they save
+
+
+@dataclass
+class SimplexProblem:
+    """A binary (or one-class) extended-kernel problem, ready for a solver.
+
+    Parameters
+    ----------
+    X : array or CSR matrix, shape (m, d)
+    y : array of +1/-1 (all +1 for one-class), shape (m,)
+    C : array, shape (m,)
+        Per-sample penalty ``C_i`` (> 0).
+    kernel : KernelSpec
+    bias : bool
+        Whether the model has the implicit bias ``b = sum a_i y_i``.
+    lam : float
+        0 for the minimal-norm problem, 1 for the MEB problem.
+    """
+
+    X: object
+    y: np.ndarray
+    C: np.ndarray
+    kernel: KernelSpec
+    bias: bool = True
+    lam: float = 0.0
+
+    def __post_init__(self):
+        self.y = np.ascontiguousarray(self.y, dtype=np.float64)
+        self.inv_c = np.ascontiguousarray(1.0 / np.asarray(self.C, dtype=np.float64))
+        self.norms = squared_norms(self.X)
+        self.data = as_solver_data(self.X)
+        self.diag = kernel_diagonal(self.X, self.kernel, self.norms) + self.bias_term + self.inv_c
+
+    @property
+    def bias_term(self) -> float:
+        return 1.0 if self.bias else 0.0
+
+    @property
+    def n_points(self) -> int:
+        return self.X.shape[0]
+
+    def kernel_args(self):
+        """The positional arguments the compiled evaluators take."""
+        k = self.kernel
+        return (
+            self.data,
+            self.norms,
+            np.int64(k.code),
+            float(k.gamma),
+            float(k.coef0),
+            float(k.degree),
+            self.y,
+            self.inv_c,
+            self.bias_term,
+        )
+
+    # ---- NumPy references (small problems only) -------------------------------
+    def dense_Q(self) -> np.ndarray:
+        """The full extended kernel matrix.  O(m^2) memory: tests/diagnostics only."""
+        if self.n_points > 5000:
+            raise ValueError("dense_Q is for small problems (m <= 5000) only")
+        K = kernel_block(self.X, self.X, self.kernel, self.norms, self.norms)
+        return np.outer(self.y, self.y) * (K + self.bias_term) + np.diag(self.inv_c)
+
+    def objective(self, alpha: np.ndarray, Q: np.ndarray | None = None) -> float:
+        Q = self.dense_Q() if Q is None else Q
+        return float(alpha @ Q @ alpha - self.lam * alpha @ np.diag(Q))
+
+    def duality_gap(self, alpha: np.ndarray, Q: np.ndarray | None = None) -> float:
+        """Frank-Wolfe duality gap ``max_u (a - u)' grad f(a)`` over the simplex.
+
+        It bounds ``f(a) - f*`` from above (seed 001 eq. 3).
+        """
+        Q = self.dense_Q() if Q is None else Q
+        grad = 2.0 * Q @ alpha - self.lam * np.diag(Q)
+        return float(alpha @ grad - grad.min())
+
+
+# --------------------------------------------------------------------------
+# Compiled evaluation of Q
+# --------------------------------------------------------------------------
+
+
+@njit(inline="always", cache=True)
+def extended_value(kind, dot, norm_a, norm_b, gamma, coef0, degree, y_a, y_b, bias, same, inv_c_a):
+    """``Q_ab`` from the inner product of ``x_a`` and ``x_b`` (seed 000 eq. 18)."""
+    value = y_a * y_b * (kernel_from_dot(kind, dot, norm_a, norm_b, gamma, coef0, degree) + bias)
+    if same:
+        value += inv_c_a
+    return value
+
+
+@njit(parallel=True, cache=True)
+def _extended_column_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, x_point, out):
+    norm_p = norms[point]
+    y_p = y[point]
+    for r in prange(out.shape[0]):
+        dot = dot_with_dense(data, r, x_point)
+        out[r] = y_p * y[r] * (kernel_from_dot(kind, dot, norm_p, norms[r], gamma, coef0, degree) + bias)
+
+
+@njit(cache=True)
+def extended_column(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, out):
+    """``out[:] = Q[:, point]`` over all m points (parallel over rows when m is large)."""
+    x_point = np.empty(n_features(data))
+    row_to_dense(data, point, x_point)
+    if out.shape[0] >= PARALLEL_MIN_WORK // 20:
+        _extended_column_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, x_point, out)
+    else:
+        norm_p = norms[point]
+        y_p = y[point]
+        for r in range(out.shape[0]):
+            dot = dot_with_dense(data, r, x_point)
+            out[r] = y_p * y[r] * (kernel_from_dot(kind, dot, norm_p, norms[r], gamma, coef0, degree) + bias)
+    out[point] += inv_c[point]
+
+
+@njit(cache=True)
+def extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, targets, n_targets, out):
+    """``out[t] = Q[point, targets[t]]`` for ``t < n_targets``."""
+    x_point = np.empty(n_features(data))
+    row_to_dense(data, point, x_point)
+    norm_p = norms[point]
+    y_p = y[point]
+    for t in range(n_targets):
+        j = targets[t]
+        dot = dot_with_dense(data, j, x_point)
+        out[t] = extended_value(
+            kind, dot, norm_p, norms[j], gamma, coef0, degree, y_p, y[j], bias, j == point, inv_c[point]
+        )
+
+
+@njit(cache=True)
+def weighted_rows(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, points, n_points, targets,
+                  n_targets, weights, out):
+    """``out[p] = sum_t Q[points[p], targets[t]] * weights[t]`` -- candidate gradients.
+
+    This is the block "candidates x active set" of the randomized solvers;
+    large blocks are processed in parallel over candidates.
+    """
+    if n_points * n_targets >= PARALLEL_MIN_WORK:
+        _weighted_rows_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, points, n_points,
+                                targets, n_targets, weights, out)
+        return
+    row = np.empty(n_targets)
+    for p in range(n_points):
+        extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, points[p], targets, n_targets, row)
+        acc = 0.0
+        for t in range(n_targets):
+            acc += row[t] * weights[t]
+        out[p] = acc
+
+
+@njit(parallel=True, cache=True)
+def _weighted_rows_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, points, n_points, targets,
+                            n_targets, weights, out):
+    for p in prange(n_points):
+        row = np.empty(n_targets)
+        extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, points[p], targets, n_targets, row)
+        acc = 0.0
+        for t in range(n_targets):
+            acc += row[t] * weights[t]
+        out[p] = acc

@@ -1,0 +1,92 @@
+"""Closed-form exact line searches of the Frank-Wolfe family on the simplex QP.
+
+Objective ``f(a) = a'Qa - lam a'diag(Q)``.  Every step moves along a direction
+``d`` and needs only the *derivative* ``f'(0) = grad f(a)' d`` and the
+*curvature* ``d'Qd`` of ``phi(t) = f(a + t d) = f(a) + f'(0) t + d'Qd t^2``;
+the exact minimizer on ``[0, t_max]`` is ``clip(-f'(0) / (2 d'Qd), 0, t_max)``.
+
+The quantities below are written with ``G = Q a`` (the maintained gradient
+half), ``n2 = a'Qa`` and ``D = a'diag(Q)``.  The papers print several of these
+with wrong signs (seed 000 Alg. 3 line 21, seed 001 appendix (11)-(15) in the
+maximization convention); these are derived afresh for minimization and each
+is checked against a brute-force line search in ``tests/test_steps.py``.
+
+Over-relaxation (seed 004, gsvm ``-o``): the unclipped step is multiplied by
+``eta`` in [1, 2) before clipping; on a quadratic this still decreases ``f``.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+CURVATURE_FLOOR = 1e-300
+
+
+@njit(inline="always", cache=True)
+def clipped_step(derivative, curvature, t_max, eta):
+    """Exact (optionally over-relaxed) minimizer of ``f'(0) t + curv t^2`` on [0, t_max]."""
+    if derivative >= 0.0:
+        return 0.0
+    if curvature <= CURVATURE_FLOOR:
+        return t_max
+    t = -eta * derivative / (2.0 * curvature)
+    return t if t < t_max else t_max
+
+
+@njit(inline="always", cache=True)
+def toward_direction(G_i, Q_ii, n2, D, lam):
+    """Derivative and curvature along ``e_i - a`` (the FW toward direction).
+
+    Seed 000 eq. 29 / seed 001 eq. 11 in minimization form.
+    """
+    derivative = 2.0 * (G_i - n2) - lam * (Q_ii - D)
+    curvature = Q_ii - 2.0 * G_i + n2
+    return derivative, curvature
+
+
+@njit(inline="always", cache=True)
+def away_direction(G_j, Q_jj, n2, D, lam):
+    """Derivative and curvature along ``a - e_j`` (Wolfe's away direction).
+
+    Feasible up to ``t_max = a_j / (1 - a_j)`` (a drop step removes ``j``).
+    """
+    derivative = 2.0 * (n2 - G_j) - lam * (D - Q_jj)
+    curvature = n2 - 2.0 * G_j + Q_jj
+    return derivative, curvature
+
+
+@njit(inline="always", cache=True)
+def pairwise_direction(G_i, G_j, Q_ii, Q_jj, Q_ij, lam):
+    """Derivative and curvature along ``e_i - e_j`` (SWAP / MDM / SMO on the simplex).
+
+    Feasible up to ``t_max = a_j``.
+    """
+    derivative = 2.0 * (G_i - G_j) - lam * (Q_ii - Q_jj)
+    curvature = Q_ii + Q_jj - 2.0 * Q_ij
+    return derivative, curvature
+
+
+@njit(inline="always", cache=True)
+def objective_change(derivative, curvature, t):
+    """``f(a + t d) - f(a)`` for a step of length ``t``."""
+    return derivative * t + curvature * t * t
+
+
+@njit(inline="always", cache=True)
+def partan_direction(lam_fw, G_i, Gp_i, Q_ii, n2, W, Fp, D, Dp, lam):
+    """Derivative and curvature of the PARTAN step (seed 001 eqs. 7-8).
+
+    After the FW point ``a~ = (1 - lam_fw) a + lam_fw e_i`` the PARTAN step moves
+    along ``d = a~ - a_prev``.  With ``W = a'Q a_prev``, ``Fp = a_prev'Q a_prev``,
+    ``Gp_i = (Q a_prev)_i``, ``Dp = a_prev'diag(Q)``:
+
+    ``F~ = a~'Q a~``, ``B = a~'Q a_prev = (1 - lam_fw) W + lam_fw Gp_i``,
+    derivative ``2 (F~ - B) - lam (D~ - Dp)``, curvature ``F~ - 2B + Fp``.
+    (Seed 001's (13)-(15) are the same in the maximization convention.)
+    """
+    F_t = (1.0 - lam_fw) ** 2 * n2 + 2.0 * lam_fw * (1.0 - lam_fw) * G_i + lam_fw * lam_fw * Q_ii
+    B = (1.0 - lam_fw) * W + lam_fw * Gp_i
+    D_t = (1.0 - lam_fw) * D + lam_fw * Q_ii
+    derivative = 2.0 * (F_t - B) - lam * (D_t - Dp)
+    curvature = F_t - 2.0 * B + Fp
+    return derivative, curvature

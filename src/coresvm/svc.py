@@ -1,0 +1,369 @@
+"""CoreSVC: a scikit-learn classifier trained by the geometric simplex-QP solvers."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.multiclass import _ovr_decision_function
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ._validation import (
+    check_choice,
+    check_finite_input,
+    check_kernel_params,
+    check_positive,
+    class_weight_per_sample,
+)
+from .kernels import KernelSpec, kernel_block, resolve_gamma, squared_norms
+from .multiclass import BinaryModel, OneVsOneLayout
+from .problem import SimplexProblem
+from .solvers.driver import SolverOptions, run_engine
+from .solvers.engine import SECOND_VERTEX_RULES
+
+FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
+SEARCH_MODES = ("auto", "full", "random")
+# With at most this many points (per binary problem) 'auto' scans the full gradient.
+AUTO_FULL_SEARCH_MAX_POINTS = 20_000
+PREDICT_BLOCK_VALUES = 2**22  # kernel values per prediction block (32 MB of float64)
+
+
+class CoreSVC(ClassifierMixin, BaseEstimator):
+    """Kernel SVM trained as an L2-SVM on the unit simplex by Frank-Wolfe-type steps.
+
+    The L2-SVM (Lee & Mangasarian; seed 000 eq. 7) is solved through its dual,
+    a quadratic program over the unit simplex with the extended kernel
+    ``Q_ij = y_i y_j (k(x_i, x_j) + 1) + delta_ij / C_i``.  Its solvers touch the
+    data one kernel column (full search) or one small candidate sample
+    (randomized search) at a time and never form the ``m x m`` kernel matrix.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Penalty of the *squared* slacks in the L2-SVM primal
+        ``1/2 (||w||^2 + b^2 + C sum_i xi_i^2) - rho``.  This is not
+        scikit-learn ``SVC``'s C (which weighs ``sum_i xi_i`` with the margin
+        fixed at 1): here the margin ``rho`` is free and ``C`` enters only as the
+        ridge ``1/C`` on the kernel diagonal.  Larger C means fewer margin
+        violations (harder margin).  Good values are usually larger than SVC's
+        (on ijcnn1 about 100-1000 vs SVC's 256 on its own scale) -- tune it
+        separately, e.g. with ``GridSearchCV`` over ``C in 2**arange(-2, 12)``.
+    kernel : {'rbf', 'poly', 'linear', 'sigmoid'}, default='rbf'
+    gamma : float or {'scale', 'auto', 'cvm'}, default='scale'
+        Kernel width.  'scale' and 'auto' as in scikit-learn; 'cvm' is
+        ``1 / mean squared pairwise distance`` on a subsample (the CVM paper).
+    degree : int, default=3
+        Degree of the 'poly' kernel ``(gamma <x, x'> + coef0)^degree``.
+    coef0 : float, default=0.0
+        Independent term of 'poly' and 'sigmoid'.
+    solver : {'fw', 'mfw', 'swap', 'partan'}, default='swap'
+        Step rule on the simplex: 'fw' toward steps with exact line search;
+        'mfw' adds Wolfe's away steps (points can be dropped); 'swap' the
+        pairwise step, taken when it beats the FW step; 'partan' FW plus a
+        parallel-tangent step (seed 001).  'swap' and 'mfw' converge linearly
+        near the solution; 'fw' and 'partan' only sublinearly.
+    search : {'auto', 'full', 'random'}, default='auto'
+        Vertex search.  'full' scans the whole gradient (kept for all points,
+        one kernel column per step, LRU-cached); 'random' takes the best of
+        ``sample_size`` random points each iteration and touches only the
+        sample and the active set, so the cost per iteration does not grow with
+        the number of points.  'auto' uses 'full' up to 20,000 points.
+    sample_size : int, default=194
+        Candidates per iteration of the random search (194 gives probability
+        0.98 that the chosen point is in the best 2%; 59 gives 0.95 of the best 5%).
+    tol : float, default=1e-3
+        Stop when the duality gap, relative to the margin, is below ``tol``:
+        ``1 - min_i (Q a)_i / (a'Qa) <= tol`` -- no point violates the margin by
+        more than the fraction ``tol``.  With random search the gap is that of
+        the sample, confirmed on a fresh sample before stopping.
+    max_iter : int or None, default=None
+        Iteration cap (None: 10 million).
+    max_time : float or None, default=None
+        Wall-clock budget in seconds.  When reached, the model so far is kept
+        and a ``ConvergenceWarning`` is issued.
+    cache_size : float, default=200
+        Byte budget of the kernel-column cache in MB (full search).
+    class_weight : dict, 'balanced' or None, default=None
+        Multiplies C per class.
+    bias : bool, default=True
+        Whether the model has a bias term (``b = sum_i a_i y_i``); False gives
+        the no-bias machine, ``intercept_ == 0``.
+    eta : float, default=1.0
+        Over-relaxation factor in [1, 2) applied to every line-search step.
+    second_vertex : {'mdm', 'imdm', 'gmdm'}, default='imdm'
+        How a pairwise step ('swap') picks the point it takes weight from:
+        'mdm' the active point with the largest gradient; 'imdm' the one whose
+        (clipped) step decreases the objective most (Franc; seed 004 eq. 5.33);
+        'gmdm' the generalized rule with exponent ``gmdm_k``.
+    gmdm_k : float, default=0.5
+        Exponent of the 'gmdm' rule in [0, 1] (0 is MDM, 1 is IMDM).
+    n_init : int, default=20
+        Size of the class-balanced random subset the solver starts from.
+    decision_function_shape : {'ovr', 'ovo'}, default='ovr'
+        Shape of :meth:`decision_function` for more than two classes, as in
+        scikit-learn's SVC: 'ovo' gives the pairwise values, 'ovr' turns them
+        into per-class scores (votes plus a bounded confidence term).
+    break_ties : bool, default=False
+        With 'ovr' and more than two classes, predict the argmax of the 'ovr'
+        scores, which breaks voting ties by confidence (slower).
+    verbose : bool or float, default=False
+        Print iteration, gap, #SV and elapsed time; a number sets the interval
+        in seconds (True means one second).
+    random_state : int, RandomState or None, default=None
+        Seeds initialization and sampling; a fixed value reproduces the model
+        exactly.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    support_ : ndarray of shape (n_SV,)
+        Indices of the support vectors in the training data.
+    support_vectors_ : ndarray or CSR matrix of shape (n_SV, n_features)
+    n_support_ : ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
+        ``a_i y_i / rho`` in LIBSVM's one-vs-one layout.  Dividing by the
+        margin ``rho = a'Qa`` puts the decision function on SVC's scale
+        (margin support vectors have ``|f(x)| = 1`` when their slack is 0).
+    intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        ``sum_i a_i y_i / rho`` (0 without bias).
+    n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+    fit_status_ : int
+        0 when every sub-problem converged, 1 otherwise.
+    solver_info_ : list of dict
+        Per binary problem: iterations, final gap and relative gap, status,
+        time, active-set size, cache hits and misses.
+    gamma_ : float
+        The resolved kernel width.
+    """
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        kernel: str = "rbf",
+        gamma: float | str = "scale",
+        degree: int = 3,
+        coef0: float = 0.0,
+        solver: str = "swap",
+        search: str = "auto",
+        sample_size: int = 194,
+        tol: float = 1e-3,
+        max_iter: int | None = None,
+        max_time: float | None = None,
+        cache_size: float = 200,
+        class_weight=None,
+        bias: bool = True,
+        eta: float = 1.0,
+        second_vertex: str = "imdm",
+        gmdm_k: float = 0.5,
+        n_init: int = 20,
+        decision_function_shape: str = "ovr",
+        break_ties: bool = False,
+        verbose: bool | float = False,
+        random_state=None,
+    ):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.solver = solver
+        self.search = search
+        self.sample_size = sample_size
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.bias = bias
+        self.eta = eta
+        self.second_vertex = second_vertex
+        self.gmdm_k = gmdm_k
+        self.n_init = n_init
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.verbose = verbose
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ checks
+    def _solver_names(self):
+        return FRANK_WOLFE_SOLVERS
+
+    def _check_params(self) -> None:
+        check_positive("C", self.C)
+        check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0)
+        check_choice("solver", self.solver, self._solver_names())
+        check_choice("search", self.search, SEARCH_MODES)
+        if isinstance(self.sample_size, bool) or not isinstance(self.sample_size, (int, np.integer)):
+            raise ValueError(f"sample_size must be an integer >= 1; got {self.sample_size!r}")
+        if self.sample_size < 1:
+            raise ValueError(f"sample_size must be >= 1; got {self.sample_size!r}")
+        check_positive("tol", self.tol)
+        if self.max_iter is not None and (
+            isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1
+        ):
+            raise ValueError(f"max_iter must be None or an integer >= 1; got {self.max_iter!r}")
+        check_positive("max_time", self.max_time, allow_none=True, allow_inf=True)
+        check_positive("cache_size", self.cache_size)
+        if not isinstance(self.eta, (int, float, np.floating)) or not (1.0 <= self.eta < 2.0):
+            raise ValueError(f"eta (over-relaxation) must be in [1, 2); got {self.eta!r}")
+        check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
+        check_choice("second_vertex", self.second_vertex, SECOND_VERTEX_RULES)
+        if not isinstance(self.gmdm_k, (int, float, np.floating)) or not (0.0 <= self.gmdm_k <= 1.0):
+            raise ValueError(f"gmdm_k must be in [0, 1]; got {self.gmdm_k!r}")
+        if isinstance(self.n_init, bool) or not isinstance(self.n_init, (int, np.integer)) or self.n_init < 2:
+            raise ValueError(f"n_init must be an integer >= 2; got {self.n_init!r}")
+
+    def _solver_options(self, n_points: int, seed: int) -> SolverOptions:
+        full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
+        verbose = float(self.verbose) if not isinstance(self.verbose, bool) else (1.0 if self.verbose else 0.0)
+        return SolverOptions(
+            step_rule=self._solver_names()[self.solver],
+            second_vertex=self.second_vertex,
+            gmdm_k=float(self.gmdm_k),
+            sample_size=0 if full else int(min(self.sample_size, n_points)),
+            tol=float(self.tol),
+            max_iter=int(self.max_iter) if self.max_iter is not None else 10_000_000,
+            max_time=float(self.max_time) if self.max_time is not None else np.inf,
+            eta=float(self.eta),
+            seed=seed,
+            cache_bytes=int(self.cache_size * 2**20),
+            n_init=int(self.n_init),
+            verbose=verbose,
+        )
+
+    def _validate_fit_input(self, X, y, sample_weight):
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
+        )
+        check_finite_input(X)
+        check_classification_targets(y)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if not np.all(np.isfinite(sample_weight)):
+            raise ValueError("sample_weight contains NaN or infinity")
+        keep = sample_weight > 0
+        if not np.any(keep):
+            raise ValueError("sample_weight is zero for every sample; nothing to train on")
+        return X, y, sample_weight, keep
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y, sample_weight=None):
+        """Fit the SVM.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training vectors; CSR input is used without densifying and float32
+            input is kept in float32.
+        y : array-like of shape (n_samples,)
+            Class labels (any hashable type numpy can sort).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample multipliers of C; zero means "ignore this sample".
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y, sample_weight, keep = self._validate_fit_input(X, y, sample_weight)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if len(np.unique(y_index[keep])) < 2:
+            raise ValueError(
+                "The training data must contain samples of at least 2 classes; got only one class "
+                f"({classes[y_index[keep]][0]!r})"
+            )
+        self.classes_ = classes
+        rng = check_random_state(self.random_state)
+        self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
+        self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+        C_per_sample = self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
+
+        models = []
+        for first, second in OneVsOneLayout.pairs(len(classes)):
+            rows = np.flatnonzero(keep & ((y_index == first) | (y_index == second)))
+            # LIBSVM's convention: the first class of a pair is +1 ... except that for
+            # binary problems scikit-learn makes classes_[1] the positive class.
+            positive = second if len(classes) == 2 else first
+            signs = np.where(y_index[rows] == positive, 1.0, -1.0)
+            models.append(self._fit_binary(X, rows, signs, C_per_sample[rows], rng))
+        self._set_fitted_attributes(X, y_index, models)
+        return self
+
+    def _fit_binary(self, X, rows, signs, C_rows, rng) -> BinaryModel:
+        X_rows = X if len(rows) == X.shape[0] else X[rows]
+        problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bool(self.bias), lam=0.0)
+        options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)))
+        result = run_engine(problem, options)
+        if result.status != "converged":
+            warnings.warn(
+                f"CoreSVC stopped before convergence ({result.status}, relative gap {result.rel_gap:.2e} > "
+                f"tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return BinaryModel.from_solution(rows[result.support], result, signs[result.support], self.bias)
+
+    def _set_fitted_attributes(self, X, y_index, models) -> None:
+        layout = OneVsOneLayout.build(models, y_index, len(self.classes_))
+        self.support_ = layout.support
+        self.support_vectors_ = X[layout.support]
+        self.n_support_ = layout.n_support
+        self.dual_coef_ = layout.dual_coef
+        self.intercept_ = layout.intercept
+        self._pair_coef = layout.pair_coef
+        self._sv_norms = squared_norms(self.support_vectors_)
+        self.n_iter_ = np.array([model.info["iterations"] for model in models], dtype=np.int64)
+        self.solver_info_ = [model.info for model in models]
+        self.fit_status_ = int(any(info["status"] != "converged" for info in self.solver_info_))
+
+    # ----------------------------------------------------------------- predict
+    def _pair_decisions(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
+        check_finite_input(X)
+        n_sv = max(self.support_vectors_.shape[0], 1)
+        block = max(1, PREDICT_BLOCK_VALUES // n_sv)
+        out = np.empty((X.shape[0], self._pair_coef.shape[1]))
+        for start in range(0, X.shape[0], block):
+            part = X[start : start + block]
+            K = kernel_block(part, self.support_vectors_, self._kernel_spec, norms_b=self._sv_norms)
+            out[start : start + block] = K @ self._pair_coef + self.intercept_
+        return out
+
+    def decision_function(self, X) -> np.ndarray:
+        """Signed distance-like scores: ``sum_i dual_coef_i k(x_i, x) + intercept_``.
+
+        Binary: shape (n_samples,), positive means ``classes_[1]``.  Multiclass
+        with ``decision_function_shape='ovo'``: the pairwise values
+        (n_samples, n_pairs), pair (i, j) positive for class i (LIBSVM's
+        order); with 'ovr': (n_samples, n_classes) scores as in scikit-learn.
+        """
+        decisions = self._pair_decisions(X)
+        if len(self.classes_) == 2:
+            return decisions[:, 0]
+        if self.decision_function_shape == "ovr":
+            return _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
+        return decisions
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels: the sign for two classes, max-wins voting for more."""
+        decisions = self._pair_decisions(X)
+        if len(self.classes_) == 2:
+            return self.classes_[(decisions[:, 0] > 0).astype(int)]
+        if self.break_ties and self.decision_function_shape == "ovr":
+            scores = _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
+            return self.classes_[np.argmax(scores, axis=1)]
+        return self.classes_[OneVsOneLayout.vote(decisions, len(self.classes_))]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @property
+    def _sparse_fit(self) -> bool:
+        return sp.issparse(getattr(self, "support_vectors_", None))
