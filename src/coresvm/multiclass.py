@@ -64,7 +64,7 @@ class OneVsOneLayout:
         pairs = cls.pairs(n_classes)
         pair_coef = np.zeros((len(support), len(pairs)))
         dual_coef = np.zeros((max(n_classes - 1, 1), len(support)))
-        for p, ((a, b), model) in enumerate(zip(pairs, models)):
+        for p, ((a, b), model) in enumerate(zip(pairs, models, strict=True)):
             places = np.array([position[row] for row in model.rows], dtype=np.int64)
             pair_coef[places, p] = model.coef
             if n_classes == 2:

@@ -233,7 +233,7 @@ def solve_simplex(
         G_i = 0.0
         best = np.inf
         n_draws = 1 if full else 2  # the safeguard: one fresh re-sample before stopping
-        for draw in range(n_draws):
+        for _attempt in range(n_draws):
             if full:
                 for r in range(m):
                     sc = G[r] - 0.5 * lam * diag[r]
