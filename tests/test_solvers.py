@@ -1,0 +1,183 @@
+"""Every engine solver against an independent exact QP solution on small problems."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from coresvm.kernels import KernelSpec
+from coresvm.problem import SimplexProblem
+from coresvm.solvers.driver import SolverOptions, run_engine
+
+
+def make_problem(m=60, seed=0, kernel="rbf", bias=True, lam=0.0, C=10.0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(m, 3)
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.randn(m) > 0, 1.0, -1.0)
+    C_per_sample = C * rng.uniform(0.5, 2.0, size=m)  # per-sample C exercises the weighted diagonal
+    spec = KernelSpec(kernel, gamma=0.5, coef0=1.0, degree=2)
+    return SimplexProblem(X, y, C_per_sample, spec, bias=bias, lam=lam)
+
+
+def exact_solution(problem):
+    """Reference optimum by SLSQP on the explicit (small) matrix."""
+    Q = problem.dense_Q()
+    m = Q.shape[0]
+    lin = problem.lam * np.diag(Q)
+    result = minimize(
+        lambda a: a @ Q @ a - lin @ a,
+        np.full(m, 1.0 / m),
+        jac=lambda a: 2 * Q @ a - lin,
+        bounds=[(0, None)] * m,
+        constraints=({"type": "eq", "fun": lambda a: a.sum() - 1, "jac": lambda a: np.ones(m)},),
+        method="SLSQP",
+        options={"ftol": 1e-15, "maxiter": 2000},
+    )
+    assert result.success
+    return result.x, result.fun, Q
+
+
+def dense_alpha(result, m):
+    alpha = np.zeros(m)
+    alpha[result.support] = result.alpha
+    return alpha
+
+
+LINEAR_RATE = [("mfw", "mdm"), ("swap", "mdm"), ("swap", "imdm"), ("swap", "gmdm"), ("mdm", "mdm"), ("mdm", "imdm")]
+
+
+@pytest.mark.parametrize("rule,second", LINEAR_RATE)
+@pytest.mark.parametrize("lam", [0.0, 1.0])
+def test_linear_rate_solvers_reach_exact_optimum(rule, second, lam):
+    problem = make_problem(lam=lam)
+    a_star, f_star, Q = exact_solution(problem)
+    options = SolverOptions(step_rule=rule, second_vertex=second, sample_size=0, tol=1e-9, seed=1)
+    result = run_engine(problem, options)
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    # feasibility
+    assert np.all(alpha >= 0)
+    assert alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    # objective within the (true) duality gap of the optimum, and the true gap is tiny
+    f = problem.objective(alpha, Q)
+    gap = problem.duality_gap(alpha, Q)
+    assert f - f_star <= gap + 1e-12
+    assert gap <= 1e-6
+    assert f == pytest.approx(f_star, abs=1e-8)
+    # KKT: every active point attains the minimum of the gradient (up to tolerance)
+    grad = 2 * Q @ alpha - lam * np.diag(Q)
+    assert np.all(grad[alpha > 1e-10] <= grad.min() + 1e-6)
+    np.testing.assert_allclose(alpha, a_star, atol=1e-4)
+
+
+@pytest.mark.parametrize("rule,second", LINEAR_RATE)
+@pytest.mark.parametrize("stratified", [False, True])
+def test_random_search_certifies_its_sampled_gap(rule, second, stratified):
+    """Random search stops on the gap of a sample (seed 001 eq. 10): a lower bound of the
+    true gap.  With a sample as large as the data it must still find the optimum."""
+    problem = make_problem()
+    _, f_star, Q = exact_solution(problem)
+    small = run_engine(
+        problem,
+        SolverOptions(step_rule=rule, second_vertex=second, sample_size=15, stratified=stratified, tol=1e-6, seed=3),
+    )
+    alpha = dense_alpha(small, problem.n_points)
+    assert small.status == "converged"
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0)
+    assert small.gap <= problem.duality_gap(alpha, Q) + 1e-12
+    assert problem.objective(alpha, Q) - f_star <= problem.duality_gap(alpha, Q) + 1e-12
+    large = run_engine(problem, SolverOptions(step_rule=rule, second_vertex=second, sample_size=400, tol=1e-9))
+    assert problem.objective(dense_alpha(large, problem.n_points), Q) == pytest.approx(f_star, abs=1e-8)
+
+
+@pytest.mark.parametrize("rule", ["fw", "partan"])
+def test_sublinear_solvers_approach_optimum(rule):
+    problem = make_problem()
+    _, f_star, Q = exact_solution(problem)
+    result = run_engine(problem, SolverOptions(step_rule=rule, tol=1e-9, max_iter=20000, seed=1))
+    alpha = dense_alpha(result, problem.n_points)
+    f = problem.objective(alpha, Q)
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0)
+    assert 0 <= f - f_star <= problem.duality_gap(alpha, Q) + 1e-12
+    assert f - f_star < 1e-4
+
+
+def test_reported_gap_matches_true_gap_in_full_search():
+    problem = make_problem()
+    Q = problem.dense_Q()
+    result = run_engine(problem, SolverOptions(step_rule="swap", tol=1e-3, seed=0))
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.gap == pytest.approx(problem.duality_gap(alpha, Q), rel=1e-6, abs=1e-12)
+    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-9)
+
+
+def test_mfw_drops_points_that_fw_keeps():
+    problem = make_problem(m=80, seed=3)
+    fw = run_engine(problem, SolverOptions(step_rule="fw", tol=1e-6, max_iter=5000, seed=2))
+    mfw = run_engine(problem, SolverOptions(step_rule="mfw", tol=1e-6, seed=2))
+    a_star, _, _ = exact_solution(problem)
+    n_optimal = np.sum(a_star > 1e-6)
+    # FW never removes a point it touched; MFW's drop steps remove the spurious ones
+    assert len(mfw.support) <= n_optimal + 1
+    assert len(fw.support) > len(mfw.support)
+    init = set(np.flatnonzero(np.isin(np.arange(80), fw.support)))
+    assert init  # sanity
+
+
+def test_partan_needs_fewer_iterations_than_fw():
+    """Seed 001's claim (Tables 2-3); measured here: 4-8x fewer on such problems."""
+    problem = make_problem(m=100, seed=4)
+    for tol in (3e-2, 1e-2):
+        fw = run_engine(problem, SolverOptions(step_rule="fw", tol=tol, max_iter=200000, seed=0))
+        partan = run_engine(problem, SolverOptions(step_rule="partan", tol=tol, max_iter=200000, seed=0))
+        assert fw.status == partan.status == "converged"
+        assert partan.n_iter < fw.n_iter / 2
+
+
+@pytest.mark.parametrize("kernel", ["poly", "linear"])
+def test_non_normalized_kernels_with_minimal_norm_solvers(kernel):
+    problem = make_problem(kernel=kernel, m=40)
+    _, f_star, Q = exact_solution(problem)
+    result = run_engine(problem, SolverOptions(step_rule="swap", second_vertex="imdm", tol=1e-10, seed=0))
+    alpha = dense_alpha(result, problem.n_points)
+    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
+
+
+def test_no_bias_problem():
+    problem = make_problem(bias=False)
+    _, f_star, Q = exact_solution(problem)
+    result = run_engine(problem, SolverOptions(step_rule="swap", tol=1e-10, seed=0))
+    assert problem.objective(dense_alpha(result, problem.n_points), Q) == pytest.approx(f_star, abs=1e-8)
+
+
+@pytest.mark.parametrize("eta", [1.0, 1.5, 1.9])
+def test_over_relaxation_keeps_feasibility_and_converges(eta):
+    problem = make_problem()
+    _, f_star, Q = exact_solution(problem)
+    result = run_engine(problem, SolverOptions(step_rule="mdm", eta=eta, tol=1e-9, seed=0))
+    alpha = dense_alpha(result, problem.n_points)
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0)
+    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
+
+
+def test_warm_start_from_optimum_stops_immediately():
+    problem = make_problem()
+    first = run_engine(problem, SolverOptions(step_rule="swap", tol=1e-8, seed=0))
+    again = run_engine(problem, SolverOptions(step_rule="swap", tol=1e-8, seed=0), first.support, first.alpha)
+    assert again.n_iter <= 1
+
+
+def test_max_iter_and_trace():
+    problem = make_problem()
+    result = run_engine(problem, SolverOptions(step_rule="fw", tol=1e-12, max_iter=50, trace_length=100))
+    assert result.status == "max_iter"
+    assert result.n_iter == 50
+    assert len(result.trace_rel_gap) == 51
+    assert np.all(np.diff(result.trace_time) >= 0)
+
+
+def test_column_cache_counts_hits_and_stays_in_budget():
+    problem = make_problem(m=200)
+    budget = 10 * 200 * 8  # ten columns
+    result = run_engine(problem, SolverOptions(step_rule="swap", tol=1e-8, cache_bytes=budget))
+    assert result.cache_bytes <= budget
+    assert result.cache_hits > 0 and result.cache_misses > 0

@@ -1,0 +1,191 @@
+"""CoreSVC: scikit-learn compatibility, model formula, input handling, real data."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris, make_blobs, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.utils.estimator_checks import check_estimator
+
+from coresvm import CoreSVC
+
+SOLVERS = ["fw", "mfw", "swap", "partan"]
+
+
+@pytest.fixture(scope="module")
+def binary_data():
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=4, random_state=0)
+    return X, y
+
+
+def test_check_estimator():
+    # gamma='scale' depends on the spread of X, which repeating rows changes while
+    # weighting them does not (scikit-learn's SVC is marked the same way);
+    # test_sample_weight_equals_repetition shows the equivalence with a fixed gamma.
+    expected = {
+        "check_sample_weight_equivalence_on_dense_data": "gamma='scale' is computed from X",
+        "check_sample_weight_equivalence_on_sparse_data": "gamma='scale' is computed from X",
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(CoreSVC(random_state=0), expected_failed_checks=expected)
+
+
+def test_sample_weight_equals_repetition(binary_data):
+    X, y = binary_data
+    weights = np.random.RandomState(0).randint(0, 3, size=len(y)).astype(float)
+    weighted = CoreSVC(gamma=0.2, C=10, tol=1e-9, random_state=0).fit(X, y, sample_weight=weights)
+    repeated = CoreSVC(gamma=0.2, C=10, tol=1e-9, random_state=0).fit(
+        np.repeat(X, weights.astype(int), axis=0), np.repeat(y, weights.astype(int))
+    )
+    np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("search", ["full", "random"])
+def test_every_solver_learns(binary_data, solver, search):
+    X, y = binary_data
+    model = CoreSVC(C=10, gamma=0.2, solver=solver, search=search, tol=1e-2, max_iter=20000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X[:200], y[:200])
+    assert model.score(X[200:], y[200:]) > 0.85
+
+
+def test_decision_function_is_the_explicit_formula(binary_data):
+    X, y = binary_data
+    model = CoreSVC(C=10, gamma=0.2, tol=1e-6, random_state=0).fit(X, y)
+    K = rbf_kernel(X[:7], model.support_vectors_, gamma=0.2)
+    explicit = K @ model.dual_coef_[0] + model.intercept_[0]
+    np.testing.assert_allclose(model.decision_function(X[:7]), explicit, rtol=1e-10)
+    # bias b = sum_i a_i y_i (seed 000 eq. 9), in the same rho-scaled units as dual_coef_
+    assert model.intercept_[0] == pytest.approx(model.dual_coef_.sum())
+    # margin support vectors sit at |f| <= 1 (y f(x_i) = 1 - xi_i / rho, xi_i = a_i / C)
+    f_sv = model.decision_function(model.support_vectors_) * np.where(y[model.support_] == model.classes_[1], 1, -1)
+    assert np.all(f_sv <= 1 + 1e-3)
+
+
+def test_no_bias_model_has_zero_intercept(binary_data):
+    X, y = binary_data
+    model = CoreSVC(C=10, gamma=0.2, bias=False, random_state=0).fit(X, y)
+    assert np.all(model.intercept_ == 0)
+    assert model.score(X, y) > 0.85
+
+
+def test_csr_and_dense_give_the_same_model(binary_data):
+    X, y = binary_data
+    dense = CoreSVC(C=10, gamma=0.2, tol=1e-6, random_state=0).fit(X, y)
+    sparse = CoreSVC(C=10, gamma=0.2, tol=1e-6, random_state=0).fit(sp.csr_matrix(X), y)
+    assert sp.issparse(sparse.support_vectors_)
+    np.testing.assert_array_equal(dense.support_, sparse.support_)
+    np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(sp.csr_matrix(X)), rtol=1e-8)
+
+
+def test_float32_close_to_float64(binary_data):
+    X, y = binary_data
+    m64 = CoreSVC(C=10, gamma=0.2, tol=1e-6, random_state=0).fit(X, y)
+    m32 = CoreSVC(C=10, gamma=0.2, tol=1e-6, random_state=0).fit(X.astype(np.float32), y)
+    assert m32.support_vectors_.dtype == np.float32
+    np.testing.assert_allclose(m64.decision_function(X), m32.decision_function(X), atol=1e-3)
+    assert np.mean(m64.predict(X) == m32.predict(X)) > 0.99
+
+
+@pytest.mark.parametrize("search", ["full", "random"])
+def test_random_state_reproduces_the_model_exactly(binary_data, search):
+    X, y = binary_data
+    a = CoreSVC(C=10, gamma=0.2, search=search, random_state=7).fit(X, y)
+    b = CoreSVC(C=10, gamma=0.2, search=search, random_state=7).fit(X, y)
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+
+
+def test_pickle_round_trip(binary_data):
+    X, y = binary_data
+    model = CoreSVC(C=10, gamma=0.2, random_state=0).fit(X, y)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(model.decision_function(X), clone.decision_function(X))
+
+
+def test_multiclass_one_vs_one():
+    X, y = load_iris(return_X_y=True)
+    model = CoreSVC(C=100, gamma=0.5, random_state=0).fit(X, y)
+    assert model.score(X, y) > 0.95
+    assert model.dual_coef_.shape == (2, len(model.support_))
+    assert model.intercept_.shape == (3,)
+    assert model.decision_function(X).shape == (150, 3)
+    model.set_params(decision_function_shape="ovo")
+    assert model.decision_function(X).shape == (150, 3)
+    assert model.n_support_.sum() == len(model.support_)
+
+
+def test_string_labels():
+    X, y = make_blobs(n_samples=90, centers=3, random_state=0)
+    labels = np.array(["ant", "bee", "cat"])[y]
+    model = CoreSVC(C=10, random_state=0).fit(X, labels)
+    assert set(model.predict(X)) <= set(labels)
+    assert model.score(X, labels) > 0.9
+
+
+def test_max_time_returns_anytime_model_with_warning(binary_data):
+    X, y = binary_data
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        model = CoreSVC(C=10, gamma=0.2, solver="fw", tol=1e-12, max_iter=30, random_state=0).fit(X, y)
+    assert model.fit_status_ == 1
+    assert model.solver_info_[0]["status"] == "max_iter"
+    assert model.score(X, y) > 0.6
+
+
+def test_verbose_prints_progress(binary_data, capsys):
+    X, y = binary_data
+    CoreSVC(C=10, gamma=0.2, verbose=True, random_state=0).fit(X, y)
+    out = capsys.readouterr().out
+    assert "iter" in out and "gap" in out and "#SV" in out
+
+
+BAD_PARAMS = [
+    ({"C": 0}, "C must be > 0"),
+    ({"C": -1}, "C must be > 0"),
+    ({"gamma": 0}, "gamma must be > 0"),
+    ({"gamma": -0.5}, "gamma must be > 0"),
+    ({"gamma": "wide"}, "gamma must be one of"),
+    ({"solver": "newton"}, "solver must be one of"),
+    ({"kernel": "laplace"}, "kernel must be one of"),
+    ({"tol": 0}, "tol must be > 0"),
+    ({"eta": 2.0}, "eta"),
+    ({"sample_size": 0}, "sample_size must be >= 1"),
+    ({"search": "greedy"}, "search must be one of"),
+    ({"max_time": -1}, "max_time must be > 0"),
+]
+
+
+@pytest.mark.parametrize("params,message", BAD_PARAMS)
+def test_bad_parameters_raise_clear_errors(binary_data, params, message):
+    X, y = binary_data
+    with pytest.raises(ValueError, match=message):
+        CoreSVC(**params).fit(X, y)
+
+
+def test_bad_inputs_raise_clear_errors(binary_data):
+    X, y = binary_data
+    X_nan = X.copy()
+    X_nan[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        CoreSVC().fit(X_nan, y)
+    X_inf = X.copy()
+    X_inf[0, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        CoreSVC().fit(X_inf, y)
+    with pytest.raises(ValueError, match="2 classes"):
+        CoreSVC().fit(X, np.ones(len(y)))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        CoreSVC().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="(?i)negative"):
+        CoreSVC().fit(X, y, sample_weight=-np.ones(len(y)))
+    model = CoreSVC(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
