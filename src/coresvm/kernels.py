@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, types
+from numba import njit, prange, types
 from numba.extending import overload
 
 LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
@@ -60,6 +60,8 @@ def resolve_gamma(gamma: float | str, X, random_state: np.random.RandomState | N
       most 1000 rows -- the width heuristic of the CVM paper (seed 002, Sec. 5).
     """
     n_samples, n_features = X.shape
+    if sp.issparse(X):
+        X = X.tocsr()
     if isinstance(gamma, str):
         if gamma == "auto":
             return 1.0 / n_features
@@ -116,13 +118,22 @@ def kernel_block(A, B, spec: KernelSpec, norms_a=None, norms_b=None) -> np.ndarr
 
     ``A`` and ``B`` may each be dense or CSR; sparse inputs are never densified.
     """
-    dots = A @ B.T
-    dots = dots.toarray() if sp.issparse(dots) else np.array(dots, dtype=np.float64)
-    dots = np.asarray(dots, dtype=np.float64)
+    dots = inner_products(A, B)
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
     return apply_kernel_to_dots(dots, spec, norms_a, norms_b)
+
+
+def inner_products(A, B) -> np.ndarray:
+    """``A @ B.T`` as a dense float64 array (one BLAS call for dense inputs).
+
+    Sparse inputs stay sparse: only the (dense anyway) result is materialized.
+    """
+    dots = A @ B.T
+    if sp.issparse(dots):
+        dots = dots.toarray()
+    return np.asarray(dots, dtype=np.float64)
 
 
 def kernel_diagonal(X, spec: KernelSpec, norms=None) -> np.ndarray:
@@ -141,8 +152,9 @@ def as_solver_data(X):
     """The representation the compiled solvers take: dense C array or CSR tuple."""
     if sp.issparse(X):
         X = X.tocsr()
-        if not X.has_sorted_indices:
-            X = X.sorted_indices()
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()  # also sorts; the compiled loops assume one entry per (row, column)
         return (
             np.ascontiguousarray(X.data, dtype=np.float64),
             np.ascontiguousarray(X.indices, dtype=np.int64),
@@ -241,3 +253,17 @@ def _dot_with_dense(data, row, vector):
         return acc
 
     return csr_impl
+
+
+@njit(parallel=True, cache=True)
+def weighted_kernel_sums(dots, norms_a, norms_b, kind, gamma, coef0, degree, weights, out):
+    """``out[c] = sum_a k(x_c, x_a) * weights[a]`` from a block of inner products.
+
+    One fused pass (kernel map, multiply, reduce) instead of materializing the
+    kernel block: on this memory-bound work it is the cheaper way.
+    """
+    for c in prange(dots.shape[0]):
+        acc = 0.0
+        for a in range(dots.shape[1]):
+            acc += kernel_from_dot(kind, dots[c, a], norms_a[c], norms_b[a], gamma, coef0, degree) * weights[a]
+        out[c] = acc

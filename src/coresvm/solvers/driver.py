@@ -9,6 +9,7 @@ import numpy as np
 
 from ..cache import ColumnCache
 from ..problem import SimplexProblem
+from .core_set import solve_core_set
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
 
 
@@ -33,6 +34,10 @@ class SolverOptions:
     n_init: int = 20
     verbose: float = 0.0
     trace_length: int = 0
+    core_set: bool = False  # CVM-style outer loop (solvers/core_set.py)
+    n_candidates: int = 59
+    max_add: int = 1
+    inner_steps_per_point: int = 50
 
 
 @dataclass
@@ -112,6 +117,8 @@ def run_engine(
     init_alpha = np.ascontiguousarray(init_alpha, dtype=np.float64)
     init_alpha = init_alpha / init_alpha.sum()
 
+    if options.core_set:
+        return _run_core_set(problem, options, rng, init_idx, init_alpha)
     full = options.sample_size <= 0
     if full:
         cache = ColumnCache(m, options.cache_bytes)
@@ -162,3 +169,24 @@ def run_engine(
         trace_rel_gap=trace_gap[:n_trace],
         trace_time=trace_time[:n_trace],
     )
+
+
+def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
+    start = time.perf_counter()
+    support, alpha, n_iter, gap, scale, status, n2, rounds = solve_core_set(
+        problem, options, rng, init_idx, init_alpha
+    )
+    elapsed = time.perf_counter() - start
+    order = np.argsort(support)
+    result = SolverResult(
+        support=support[order],
+        alpha=alpha[order],
+        n_iter=int(n_iter),
+        gap=float(gap),
+        rel_gap=float(gap / scale),
+        status=STATUS_NAMES[int(status)],
+        time=elapsed,
+        squared_norm=float(n2),
+    )
+    result.rounds = int(rounds)
+    return result

@@ -1,0 +1,309 @@
+"""Core-set solver (CVM): grow a working set from sampled violators, solve it in memory.
+
+The Core Vector Machine scheme (seed 002; seed 000 Alg. 1) on the same simplex
+problem as the engine::
+
+    repeat
+        draw candidates at random; score them against the current solution
+        add the worst violators to the core set (CVM: the furthest 1 of 59)
+        re-solve the problem restricted to the core set, warm-started
+    until a fresh sample (twice in a row) holds no violator
+
+The restricted problem is solved with the engine's pairwise step (SMO/MDM on
+the simplex) and IMDM/GMDM second-vertex rules from
+:mod:`~coresvm.solvers.steps`, on a dense in-memory Gram matrix of the core set,
+so an inner step costs O(core set) arithmetic and no kernel evaluations.  The
+outer scan costs ``n_candidates x |active|`` kernel values per round, is
+independent of ``m``, and runs as BLAS blocks with NumPy's vectorized ``exp``
+(the rounds are few, so the outer loop lives in Python).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+from threadpoolctl import threadpool_limits
+
+from ..kernels import inner_products, kernel_block, weighted_kernel_sums
+from .engine import SECOND_IMDM, SECOND_MDM, print_progress
+from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
+
+
+@njit(cache=True)
+def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps):
+    """Pairwise steps on the core set until its relative gap is below ``tol``.
+
+    Returns (steps taken, relative gap on the core set).
+    """
+    steps = 0
+    rel_gap = np.inf
+    while True:
+        n2 = 0.0
+        D = 0.0
+        for t in range(n_w):
+            n2 += alpha[t] * G[t]
+            D += alpha[t] * diag_w[t]
+        mean_score = n2 - 0.5 * lam * D
+        scale = 2.0 * n2 if lam == 0.0 else D - n2
+        if scale <= 0.0:
+            scale = 1e-300
+        # toward vertex: the core-set point with the smallest gradient
+        p_i = 0
+        best = np.inf
+        for t in range(n_w):
+            sc = G[t] - 0.5 * lam * diag_w[t]
+            if sc < best:
+                best = sc
+                p_i = t
+        rel_gap = 2.0 * (mean_score - best) / scale
+        if rel_gap <= tol or steps >= max_steps:
+            return steps, rel_gap
+        row_i = Kw[p_i]
+        G_i = G[p_i]
+        Q_ii = diag_w[p_i]
+        # second vertex among the active core-set points
+        p_j = -1
+        best_value = 0.0
+        worst = -np.inf
+        for t in range(n_w):
+            if alpha[t] <= 0.0 or t == p_i:
+                continue
+            sc = G[t] - 0.5 * lam * diag_w[t]
+            if second_rule == SECOND_MDM:
+                if sc > worst:
+                    worst = sc
+                    p_j = t
+                continue
+            if sc <= best:
+                continue
+            derivative, curvature = pairwise_direction(G_i, G[t], Q_ii, diag_w[t], row_i[t], lam)
+            if curvature <= CURVATURE_FLOOR:
+                continue
+            if second_rule == SECOND_IMDM:
+                value = -objective_change(derivative, curvature, clipped_step(derivative, curvature, alpha[t], 1.0))
+            else:
+                value = -derivative / curvature ** (0.5 * gmdm_k)
+            if value > best_value:
+                best_value = value
+                p_j = t
+        if p_j < 0:
+            # only one active point: a Frank-Wolfe toward step
+            derivative, curvature = toward_direction(G_i, Q_ii, n2, D, lam)
+            t_fw = clipped_step(derivative, curvature, 1.0, eta)
+            for t in range(n_w):
+                alpha[t] *= 1.0 - t_fw
+                G[t] = (1.0 - t_fw) * G[t] + t_fw * row_i[t]
+            alpha[p_i] += t_fw
+        else:
+            derivative, curvature = pairwise_direction(G_i, G[p_j], Q_ii, diag_w[p_j], row_i[p_j], lam)
+            a_j = alpha[p_j]
+            t_pair = clipped_step(derivative, curvature, a_j, eta)
+            row_j = Kw[p_j]
+            for t in range(n_w):
+                G[t] += t_pair * (row_i[t] - row_j[t])
+            alpha[p_i] += t_pair
+            alpha[p_j] = 0.0 if t_pair >= a_j else a_j - t_pair
+        steps += 1
+
+
+
+CANDIDATE_BLOCK = 2048  # candidates scored per BLAS block (bounds the temporary block's memory)
+
+
+@dataclass
+class CoreSetState:
+    """The core set: its points, weights, gradient ``G = Q a`` on it, and its Gram matrix."""
+
+    points: np.ndarray
+    alpha: np.ndarray
+    G: np.ndarray
+    diag: np.ndarray
+    gram: np.ndarray  # capacity x capacity; the leading n x n block is Q restricted to the core set
+    size: int = 0
+
+    @classmethod
+    def empty(cls, capacity: int) -> CoreSetState:
+        return cls(
+            np.zeros(capacity, dtype=np.int64), np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
+            np.zeros((capacity, capacity)),
+        )
+
+    def reserve(self, needed: int) -> None:
+        capacity = self.points.shape[0]
+        if needed <= capacity:
+            return
+        while capacity < needed:
+            capacity *= 2
+        grown = CoreSetState.empty(capacity)
+        n = self.size
+        grown.points[:n], grown.alpha[:n], grown.G[:n], grown.diag[:n] = (
+            self.points[:n], self.alpha[:n], self.G[:n], self.diag[:n])
+        grown.gram[:n, :n] = self.gram[:n, :n]
+        self.points, self.alpha, self.G, self.diag, self.gram = (
+            grown.points, grown.alpha, grown.G, grown.diag, grown.gram)
+
+    def compact(self) -> None:
+        """Drop points with zero weight (they re-enter if they violate again)."""
+        keep = np.flatnonzero(self.alpha[: self.size] > 0)
+        n = len(keep)
+        self.gram[:n, :n] = self.gram[np.ix_(keep, keep)]
+        for name in ("points", "alpha", "G", "diag"):
+            values = getattr(self, name)
+            values[:n] = values[keep]
+        self.size = n
+
+
+def _extended_block(problem, rows_a, rows_b) -> np.ndarray:
+    """``Q[rows_a][:, rows_b]`` without the ``1/C`` diagonal (rows_a and rows_b are disjoint)."""
+    K = kernel_block(problem.X[rows_a], problem.X[rows_b], problem.kernel,
+                     problem.norms[rows_a], problem.norms[rows_b])
+    K += problem.bias_term
+    K *= problem.y[rows_a][:, None]
+    K *= problem.y[rows_b][None, :]
+    return K
+
+
+def _add_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> None:
+    n, k = core.size, len(new_points)
+    core.reserve(n + k)
+    old = core.points[:n]
+    if n > 0:
+        cross = _extended_block(problem, new_points, old)
+        core.gram[n : n + k, :n] = cross
+        core.gram[:n, n : n + k] = cross.T
+    among = _extended_block(problem, new_points, new_points)
+    among[np.diag_indices(k)] = problem.diag[new_points]
+    core.gram[n : n + k, n : n + k] = among
+    core.points[n : n + k] = new_points
+    core.alpha[n : n + k] = new_alpha
+    core.G[n : n + k] = new_G
+    core.diag[n : n + k] = problem.diag[new_points]
+    core.size = n + k
+
+
+def _score_candidates(problem, candidates, core: CoreSetState) -> np.ndarray:
+    """``G_c = (Q a)_c`` for points outside the core set.
+
+    Inner products through one BLAS call per block, then one fused compiled pass
+    (kernel map + weighted sum).  BLAS is held to one thread: its idle threads
+    would otherwise spin against Numba's on the same cores.
+    """
+    n = core.size
+    active = np.flatnonzero(core.alpha[:n] > 0)
+    signed = core.alpha[active] * problem.y[core.points[active]]
+    bias = problem.bias_term * signed.sum()
+    X_active = problem.X[core.points[active]]
+    norms_active = problem.norms[core.points[active]]
+    spec = problem.kernel
+    scores = np.empty(len(candidates))
+    sums = np.empty(min(len(candidates), CANDIDATE_BLOCK))
+    with threadpool_limits(1, user_api="blas"):
+        for start in range(0, len(candidates), CANDIDATE_BLOCK):
+            block = candidates[start : start + CANDIDATE_BLOCK]
+            dots = inner_products(problem.X[block], X_active)
+            part = sums[: len(block)]
+            weighted_kernel_sums(dots, problem.norms[block], norms_active, spec.code, float(spec.gamma),
+                                 float(spec.coef0), float(spec.degree), signed, part)
+            scores[start : start + CANDIDATE_BLOCK] = problem.y[block] * (part + bias)
+    return scores
+
+
+def solve_core_set(problem, options, rng, init_idx, init_alpha):
+    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds)."""
+    m = problem.n_points
+    lam = float(problem.lam)
+    core = CoreSetState.empty(max(256, 2 * len(init_idx)))
+    _add_points(problem, core, init_idx, init_alpha, np.zeros(len(init_idx)))
+    n = core.size
+    core.G[:n] = core.gram[:n, :n] @ core.alpha[:n]
+    in_core = np.zeros(m, dtype=bool)
+    in_core[init_idx] = True
+    second_rule = SECOND_VERTEX_CODES[options.second_vertex]
+    start = time.perf_counter()
+    last_report = -np.inf
+    total_steps, rounds, quiet_rounds, n_new = 0, 0, 0, len(init_idx)
+    status, gap, scale, n2 = 1, np.inf, 1.0, 0.0
+    n_candidates = min(options.n_candidates, m)
+    sweep, sweep_pos = rng.permutation(m), 0
+    while True:
+        budget = options.max_iter - total_steps
+        if quiet_rounds == 0 and rounds > 0:
+            budget = min(budget, max(1000, options.inner_steps_per_point * n_new))
+        n = core.size
+        steps, inner_gap = _inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule,
+                                        float(options.gmdm_k), float(options.eta), 0.5 * options.tol, budget)
+        total_steps += steps
+        rounds += 1
+        alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]
+        n2 = float(alpha @ G)
+        D = float(alpha @ diag)
+        mean_score = n2 - 0.5 * lam * D
+        scale = max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
+
+        candidates, sweep_pos = _next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
+        candidates = candidates[~in_core[candidates]]
+        cand_scores = _score_candidates(problem, candidates, core) - 0.5 * lam * problem.diag[candidates]
+        core_best = float(np.min(G - 0.5 * lam * diag))
+        sample_best = float(cand_scores.min()) if len(candidates) else np.inf
+        gap = 2.0 * (mean_score - min(core_best, sample_best))
+        threshold = mean_score - 0.5 * options.tol * scale
+        violating = np.flatnonzero(cand_scores < threshold)
+
+        elapsed = time.perf_counter() - start
+        if options.verbose > 0 and elapsed - last_report >= options.verbose:
+            print_progress(total_steps, gap, gap / scale, int(np.sum(alpha > 0)), elapsed)
+            last_report = elapsed
+        if len(violating) == 0:
+            quiet_rounds += 1
+            if quiet_rounds >= 2 and inner_gap <= 0.5 * options.tol:
+                status = 0
+                break
+        else:
+            quiet_rounds = 0
+        if total_steps >= options.max_iter:
+            status = 1
+            break
+        if elapsed > options.max_time:
+            status = 2
+            break
+        if len(violating):
+            worst = violating[np.argsort(cand_scores[violating])[: options.max_add]]
+            new_points = candidates[worst]
+            if core.size + len(new_points) > 2 * max(1, int(np.sum(alpha > 0))) + 256:
+                for p in core.points[: core.size][core.alpha[: core.size] <= 0]:
+                    in_core[p] = False
+                core.compact()
+            in_core[new_points] = True
+            new_G = cand_scores[worst] + 0.5 * lam * problem.diag[new_points]
+            _add_points(problem, core, new_points, np.zeros(len(new_points)), new_G)
+            n_new = len(new_points)
+    n = core.size
+    keep = np.flatnonzero(core.alpha[:n] > 0)
+    return core.points[keep].copy(), core.alpha[keep].copy(), total_steps, gap, scale, status, n2, rounds
+
+
+def _next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, sweep_pos):
+    """The next candidates and the new sweep position.
+
+    Uniform: the next ``n_candidates`` points of a random permutation (a sweep,
+    so no point is scored twice before all have been scored once; a fresh
+    permutation after each pass).  Stratified: gsvm's "fair" draw, a class
+    first, then a point of it (seed 004, option -s).
+    """
+    if stratified:
+        labels = np.unique(problem.y)
+        members = [np.flatnonzero(problem.y == label) for label in labels]
+        which = rng.randint(0, len(labels), size=n_candidates)
+        picks = np.array([members[k][rng.randint(0, len(members[k]))] for k in which], dtype=np.int64)
+        return np.unique(picks), sweep_pos
+    m = len(sweep)
+    if sweep_pos + n_candidates > m:
+        sweep[:] = rng.permutation(m)
+        sweep_pos = 0
+    return sweep[sweep_pos : sweep_pos + n_candidates], sweep_pos + n_candidates
+
+
+SECOND_VERTEX_CODES = {"mdm": SECOND_MDM, "imdm": SECOND_IMDM, "gmdm": 2}

@@ -1,0 +1,347 @@
+"""Kernel evaluation (BLAS path and compiled primitives) against scikit-learn references."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.spatial.distance import pdist
+from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel, sigmoid_kernel
+
+from coresvm.kernels import (
+    KERNEL_CODES,
+    KernelSpec,
+    as_solver_data,
+    kernel_block,
+    kernel_diagonal,
+    resolve_gamma,
+    squared_norms,
+)
+from coresvm.problem import SimplexProblem, extended_column, extended_row
+
+# coef0 < 0 for poly makes gamma*dot + coef0 negative for some pairs (odd power of a negative base)
+SPECS = {
+    "rbf": KernelSpec("rbf", gamma=0.15),
+    "poly": KernelSpec("poly", gamma=0.3, coef0=-0.5, degree=3),
+    "poly2": KernelSpec("poly", gamma=0.2, coef0=1.5, degree=2),
+    "linear": KernelSpec("linear"),
+    "sigmoid": KernelSpec("sigmoid", gamma=0.1, coef0=-0.3),
+}
+
+
+def sklearn_kernel(A, B, spec):
+    if spec.name == "rbf":
+        return rbf_kernel(A, B, gamma=spec.gamma)
+    if spec.name == "poly":
+        return polynomial_kernel(A, B, degree=spec.degree, gamma=spec.gamma, coef0=spec.coef0)
+    if spec.name == "linear":
+        return linear_kernel(A, B)
+    return sigmoid_kernel(A, B, gamma=spec.gamma, coef0=spec.coef0)
+
+
+def sparse_data(n, d, density, seed):
+    """A CSR matrix with a few empty rows, plus its dense float64 copy."""
+    rng = np.random.RandomState(seed)
+    dense = rng.randn(n, d) * (rng.rand(n, d) < density)
+    dense[[1, n // 2]] = 0.0  # empty rows
+    return sp.csr_matrix(dense), dense
+
+
+def make_inputs(kind, seed=0, n=23, m=17, d=6):
+    """(A, B, A_ref, B_ref, rtol, atol): inputs of the given storage and float64 references."""
+    rng = np.random.RandomState(seed)
+    if kind == "csr":
+        A, A_ref = sparse_data(n, d, 0.5, seed)
+        B, B_ref = sparse_data(m, d, 0.5, seed + 100)
+        return A, B, A_ref, B_ref, 1e-12, 1e-12
+    A_ref, B_ref = rng.randn(n, d), rng.randn(m, d)
+    if kind == "float32":
+        A, B = A_ref.astype(np.float32), B_ref.astype(np.float32)
+        # the reference sees the same (rounded) numbers, but the block is computed in float32 BLAS
+        return A, B, A.astype(np.float64), B.astype(np.float64), 1e-4, 1e-4
+    return A_ref, B_ref, A_ref, B_ref, 1e-12, 1e-12
+
+
+# ---------------------------------------------------------------------------
+# kernel_block
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32", "csr"])
+@pytest.mark.parametrize("spec_name", list(SPECS))
+def test_kernel_block_matches_sklearn(kind, spec_name):
+    spec = SPECS[spec_name]
+    A, B, A_ref, B_ref, rtol, atol = make_inputs(kind, seed=3)
+    K = kernel_block(A, B, spec)
+    expected = sklearn_kernel(A_ref, B_ref, spec)
+    assert isinstance(K, np.ndarray) and not sp.issparse(K)
+    assert K.dtype == np.float64
+    assert K.shape == (A.shape[0], B.shape[0])
+    np.testing.assert_allclose(K, expected, rtol=rtol, atol=atol)
+    if kind == "csr":  # the inputs are left sparse (and unmodified)
+        assert sp.issparse(A) and sp.issparse(B)
+        np.testing.assert_array_equal(A.toarray(), A_ref)
+
+
+def test_kernel_block_poly_has_negative_bases():
+    """Guard on the test data: the odd-degree poly spec really exercises negative bases."""
+    A, B, *_ = make_inputs("float64", seed=3)
+    spec = SPECS["poly"]
+    assert (spec.gamma * (A @ B.T) + spec.coef0 < 0).any()
+
+
+@pytest.mark.parametrize("spec_name", ["rbf", "poly", "linear", "sigmoid"])
+def test_kernel_block_mixed_dense_and_sparse(spec_name):
+    spec = SPECS[spec_name]
+    A, A_ref = sparse_data(15, 5, 0.6, 1)
+    B = np.random.RandomState(2).randn(9, 5)
+    expected = sklearn_kernel(A_ref, B, spec)
+    np.testing.assert_allclose(kernel_block(A, B, spec), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kernel_block(B, A, spec), expected.T, rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_block_uses_given_norms():
+    rng = np.random.RandomState(0)
+    A, B = rng.randn(7, 3), rng.randn(5, 3)
+    spec = KernelSpec("rbf", gamma=0.3)
+    np.testing.assert_allclose(
+        kernel_block(A, B, spec, squared_norms(A), squared_norms(B)), rbf_kernel(A, B, gamma=0.3), rtol=1e-12
+    )
+    # wrong norms must change the result (i.e. they are really used, not recomputed)
+    wrong = kernel_block(A, B, spec, squared_norms(A) + 1.0, squared_norms(B))
+    np.testing.assert_allclose(wrong, rbf_kernel(A, B, gamma=0.3) * np.exp(-0.3), rtol=1e-12)
+
+
+def wide_csr(n, d, per_row, seed):
+    rng = np.random.RandomState(seed)
+    cols = np.sort(rng.randint(0, d, size=(n, per_row)), axis=1)
+    assert (np.diff(cols, axis=1) > 0).all()  # distinct columns within each row
+    indptr = np.arange(0, n * per_row + 1, per_row)
+    return sp.csr_matrix((rng.randn(n * per_row), cols.ravel(), indptr), shape=(n, d))
+
+
+def peak_bytes(fn):
+    """(fn(), peak bytes traced while it ran); NumPy reports its buffers to tracemalloc."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("spec_name", ["rbf", "poly", "linear", "sigmoid"])
+def test_sparse_paths_do_not_densify(spec_name):
+    """A 40 x 2*10^6 CSR matrix takes 640 MB dense: kernel_block & co. must stay far below that.
+
+    (Only the index arrays of a sparse transpose scale with n_features: a few MB here.)
+    """
+    spec = SPECS[spec_name]
+    n, d = 40, 2 * 10**6
+    X = wide_csr(n, d, 6, seed=0)
+    A = X[:7]  # a different (smaller) left operand, as in prediction
+    limit = 0.05 * n * d * 8
+    K, peak = peak_bytes(lambda: kernel_block(X, X, spec))
+    assert peak < limit, f"kernel_block(CSR, CSR) allocated {peak / 1e6:.0f} MB: the sparse input was densified"
+    K_a, peak = peak_bytes(lambda: kernel_block(A, X, spec))
+    assert peak < limit, f"kernel_block(CSR, CSR) allocated {peak / 1e6:.0f} MB: the sparse input was densified"
+    diag, peak = peak_bytes(lambda: kernel_diagonal(X, spec))
+    assert peak < limit, f"kernel_diagonal allocated {peak / 1e6:.0f} MB"
+    g_scale, peak = peak_bytes(lambda: resolve_gamma("scale", X))
+    assert peak < limit, f"resolve_gamma('scale') allocated {peak / 1e6:.0f} MB"
+    g_cvm, peak = peak_bytes(lambda: resolve_gamma("cvm", X))
+    assert peak < limit, f"resolve_gamma('cvm') allocated {peak / 1e6:.0f} MB"
+    assert sp.issparse(X) and sp.issparse(A)
+    # same numbers as on the column-compacted dense matrix (kernels only see dots and norms)
+    used = np.unique(X.indices)
+    compact = X[:, used].toarray()
+    K_ref = sklearn_kernel(compact, compact, spec)
+    np.testing.assert_allclose(K, K_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(K_a, K_ref[:7], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(diag, np.diag(K_ref), rtol=1e-12, atol=1e-12)
+    dense_var = (compact**2).sum() / (n * d) - (compact.sum() / (n * d)) ** 2
+    assert g_scale == pytest.approx(1.0 / (d * dense_var), rel=1e-9)
+    assert g_cvm == pytest.approx(1.0 / np.mean(pdist(compact, "sqeuclidean")), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# kernel_diagonal
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32", "csr"])
+@pytest.mark.parametrize("spec_name", list(SPECS))
+def test_kernel_diagonal_matches_block(kind, spec_name):
+    spec = SPECS[spec_name]
+    A, _, A_ref, _, rtol, atol = make_inputs(kind, seed=5)
+    diag = kernel_diagonal(A, spec)
+    assert diag.shape == (A.shape[0],)
+    np.testing.assert_allclose(diag, np.diag(kernel_block(A, A, spec)), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(diag, np.diag(sklearn_kernel(A_ref, A_ref, spec)), rtol=rtol, atol=atol)
+
+
+def test_kernel_diagonal_does_not_alias_norms():
+    X = np.random.RandomState(0).randn(6, 3)
+    norms = squared_norms(X)
+    before = norms.copy()
+    diag = kernel_diagonal(X, KernelSpec("linear"), norms)
+    diag += 1.0
+    np.testing.assert_array_equal(norms, before)
+
+
+def test_kernel_spec_codes():
+    assert {name: KernelSpec(name).code for name in KERNEL_CODES} == KERNEL_CODES
+    assert len(set(KERNEL_CODES.values())) == 4
+    assert KernelSpec("rbf").has_constant_diagonal
+    assert not any(KernelSpec(name).has_constant_diagonal for name in ("linear", "poly", "sigmoid"))
+
+
+# ---------------------------------------------------------------------------
+# resolve_gamma
+# ---------------------------------------------------------------------------
+
+
+def test_gamma_scale_dense_matches_sklearn_formula():
+    X = np.random.RandomState(0).randn(30, 7) * 3.0 + 1.0
+    assert resolve_gamma("scale", X) == pytest.approx(1.0 / (7 * X.var()), rel=1e-12)
+    X32 = X.astype(np.float32)
+    assert resolve_gamma("scale", X32) == pytest.approx(1.0 / (7 * X32.astype(np.float64).var()), rel=1e-6)
+
+
+def test_gamma_scale_sparse_equals_dense():
+    X, dense = sparse_data(40, 9, 0.3, seed=4)
+    expected = 1.0 / (9 * dense.var())
+    assert resolve_gamma("scale", X) == pytest.approx(expected, rel=1e-10)
+    assert resolve_gamma("scale", dense) == pytest.approx(expected, rel=1e-12)
+
+
+def test_gamma_scale_constant_data_falls_back_to_one():
+    assert resolve_gamma("scale", np.full((5, 3), 2.0)) == 1.0
+    assert resolve_gamma("scale", sp.csr_matrix((5, 3))) == 1.0
+
+
+@pytest.mark.parametrize("d", [1, 4, 13])
+def test_gamma_auto(d):
+    X = np.random.RandomState(d).randn(10, d)
+    assert resolve_gamma("auto", X) == pytest.approx(1.0 / d)
+    assert resolve_gamma("auto", sp.csr_matrix(X)) == pytest.approx(1.0 / d)
+
+
+@pytest.mark.parametrize("n", [2, 37, 1000])
+def test_gamma_cvm_small_n_uses_all_pairs(n):
+    X = np.random.RandomState(n).randn(n, 5) * 2.0
+    expected = 1.0 / np.mean(pdist(X, "sqeuclidean"))
+    assert resolve_gamma("cvm", X) == pytest.approx(expected, rel=1e-9)
+    # with n <= 1000 every row is used, so the random state cannot matter
+    assert resolve_gamma("cvm", X, np.random.RandomState(123)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_gamma_cvm_sparse():
+    X, dense = sparse_data(50, 8, 0.4, seed=7)
+    expected = 1.0 / np.mean(pdist(dense, "sqeuclidean"))
+    assert resolve_gamma("cvm", X) == pytest.approx(expected, rel=1e-9)
+
+
+def test_gamma_cvm_large_n_uses_subsample_of_1000():
+    X = np.random.RandomState(0).randn(1500, 3)
+    X[:750] *= 4.0  # heterogeneous, so different subsamples give different answers
+    take = np.random.RandomState(5).choice(1500, size=1000, replace=False)
+    expected = 1.0 / np.mean(pdist(X[take], "sqeuclidean"))
+    assert resolve_gamma("cvm", X, np.random.RandomState(5)) == pytest.approx(expected, rel=1e-9)
+    # default seed is deterministic and close to the full-data value
+    g0 = resolve_gamma("cvm", X)
+    assert g0 == resolve_gamma("cvm", X)
+    assert g0 == pytest.approx(1.0 / np.mean(pdist(X, "sqeuclidean")), rel=0.1)
+
+
+def test_gamma_cvm_identical_points_falls_back_to_one():
+    assert resolve_gamma("cvm", np.ones((4, 2))) == 1.0
+
+
+@pytest.mark.parametrize("value", [0.5, 3, np.float32(0.25), 1e-8])
+def test_gamma_float(value):
+    X = np.zeros((3, 2))
+    out = resolve_gamma(value, X)
+    assert isinstance(out, float)
+    assert out == float(value)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, -1e-12, float("nan"), float("inf"), "nope", "Scale", ""])
+def test_gamma_invalid_raises(bad):
+    with pytest.raises(ValueError, match="gamma"):
+        resolve_gamma(bad, np.ones((3, 2)))
+
+
+# ---------------------------------------------------------------------------
+# compiled primitives (kernel_from_dot, row_to_dense, dot_with_dense) through
+# extended_column / extended_row with y = 1, no bias and C = inf: Q == K exactly
+# ---------------------------------------------------------------------------
+
+
+def kernel_problem(X, spec):
+    m = X.shape[0]
+    return SimplexProblem(X, np.ones(m), np.full(m, np.inf), spec, bias=False, lam=0.0)
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32", "csr"])
+@pytest.mark.parametrize("spec_name", list(SPECS))
+def test_compiled_column_and_row_equal_sklearn(kind, spec_name):
+    spec = SPECS[spec_name]
+    X, _, X_ref, _, _, _ = make_inputs(kind, seed=11, n=21)
+    problem = kernel_problem(X, spec)
+    assert problem.inv_c.max() == 0.0
+    K = sklearn_kernel(X_ref, X_ref, spec)
+    m = X.shape[0]
+    targets = np.array([0, 20, 3, 3, 7, 1], dtype=np.int64)
+    for point in (0, 1, 10, m - 1):
+        col = np.full(m, np.nan)
+        extended_column(*problem.kernel_args(), point, col)
+        # the compiled path computes in float64 even for float32 storage: tight tolerance everywhere
+        np.testing.assert_allclose(col, K[:, point], rtol=1e-12, atol=1e-12)
+        row = np.full(len(targets), np.nan)
+        extended_row(*problem.kernel_args(), point, targets, len(targets), row)
+        np.testing.assert_allclose(row, K[point, targets], rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_csr_with_unsorted_indices():
+    X, dense = sparse_data(12, 6, 0.6, seed=2)
+    shuffled = X.copy()
+    rng = np.random.RandomState(0)
+    for r in range(shuffled.shape[0]):  # reverse/shuffle the column order within each row
+        lo, hi = shuffled.indptr[r], shuffled.indptr[r + 1]
+        perm = lo + rng.permutation(hi - lo)
+        shuffled.indices[lo:hi] = shuffled.indices[perm].copy()
+        shuffled.data[lo:hi] = shuffled.data[perm].copy()
+    shuffled.has_sorted_indices = False
+    np.testing.assert_array_equal(shuffled.toarray(), dense)
+    spec = SPECS["rbf"]
+    problem = kernel_problem(shuffled, spec)
+    K = rbf_kernel(dense, gamma=spec.gamma)
+    for point in range(12):
+        col = np.empty(12)
+        extended_column(*problem.kernel_args(), point, col)
+        np.testing.assert_allclose(col, K[:, point], rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_csr_with_duplicate_entries():
+    # row 0 stores column 0 twice (1.0 + 2.0 = 3.0): a valid, non-canonical CSR matrix
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 1.0]), np.array([0, 0, 1, 0]), np.array([0, 2, 4])), shape=(2, 3))
+    dense = X.toarray()
+    assert not X.has_canonical_format
+    problem = kernel_problem(X, KernelSpec("linear"))
+    col = np.empty(2)
+    extended_column(*problem.kernel_args(), 0, col)
+    np.testing.assert_allclose(col, linear_kernel(dense)[:, 0])
+
+
+def test_as_solver_data_representations():
+    X, dense = sparse_data(8, 5, 0.5, seed=0)
+    values, indices, indptr, n_feat = as_solver_data(X)
+    assert values.dtype == np.float64 and indices.dtype == np.int64 and indptr.dtype == np.int64
+    assert n_feat == 5
+    np.testing.assert_array_equal(sp.csr_matrix((values, indices, indptr), shape=(8, 5)).toarray(), dense)
+    F = np.asfortranarray(np.random.RandomState(0).randn(4, 3).astype(np.float32))
+    out = as_solver_data(F)
+    assert out.flags.c_contiguous and out.dtype == np.float32
+    np.testing.assert_array_equal(out, F)
