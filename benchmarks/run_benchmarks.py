@@ -2,10 +2,13 @@
 
 One run trains, for every selected dataset,
 
-* ``CoreSVC(solver=s, search=m)`` for s in fw, mfw, swap, partan and m in full, random,
+* ``CoreSVC(solver=s, search=m)`` for the ``--methods`` pairs (the core-set solvers
+  coreset and cvm, and fw, mfw, swap, partan with full or random vertex search),
   each with its own L2-SVM ``C`` chosen on a validation split of the training data
   (hold out 20%, fit on at most ``--select-rows`` of the rest for every C of the grid,
   keep the best validation accuracy, then train on the whole training set);
+* the first method again with time budgets ``max_time`` from ``--budgets`` (the anytime
+  model a user gets by setting ``max_time``);
 * scikit-learn ``SVC`` with the literature / LIBSVM-grid ``C`` and ``gamma`` on the full
   training set and on random fractions of it (``--svc-fractions``),
 
@@ -52,6 +55,7 @@ from types import ModuleType
 import numpy as np
 import scipy.sparse as sp
 import sklearn
+from sklearn.base import BaseEstimator
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
@@ -75,8 +79,7 @@ LIBSVM_FILES: dict[str, tuple[str, str, int, bool]] = {
     "a9a": ("a9a.xz", "a9a.t.xz", 123, True),
 }
 ALL_DATASETS = (*LIBSVM_FILES, "checkerboard")
-SOLVERS = ("fw", "mfw", "swap", "partan")
-SEARCH_MODES = ("full", "random")
+DEFAULT_METHODS = "coreset:auto,cvm:auto,swap:full,mfw:full,partan:full,fw:full,swap:random,mfw:random"
 DEFAULT_SVC_FRACTIONS = "0.1,0.25,0.5,1.0"
 CHECKERBOARD_SVC_FRACTIONS = "0.01,0.1"
 CHECKERBOARD_TEST_SIZE = 100_000
@@ -105,10 +108,7 @@ class Dataset:
 
 def make_checkerboard(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` uniform points on [0, 4)^2 labelled by a 4x4 checkerboard (+1 / -1)."""
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(0.0, 4.0, size=(n, 2))
-    parity = (np.floor(X[:, 0]) + np.floor(X[:, 1])).astype(np.int64) % 2
-    return X, np.where(parity == 1, 1.0, -1.0)
+    return import_coresvm().datasets.make_checkerboard(n, random_state=seed)
 
 
 def load_libsvm(path: Path, n_features: int, sparse: bool) -> tuple[Matrix, np.ndarray]:
@@ -191,7 +191,7 @@ class Row:
     error: str = ""
 
 
-def fit_model(model, X: Matrix, y: np.ndarray) -> tuple[float, bool]:
+def fit_model(model: BaseEstimator, X: Matrix, y: np.ndarray) -> tuple[float, bool]:
     """Fit ``model``; return (seconds, whether it stopped before convergence)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -201,19 +201,23 @@ def fit_model(model, X: Matrix, y: np.ndarray) -> tuple[float, bool]:
     return elapsed, int(getattr(model, "fit_status_", 0)) != 0
 
 
-def accuracy(model, X: Matrix, y: np.ndarray) -> float:
+def accuracy(model: BaseEstimator, X: Matrix, y: np.ndarray) -> float:
     """Fraction of correctly predicted labels."""
     return float(np.mean(model.predict(X) == y))
 
 
-def evaluate(model, X_train: Matrix, y_train: np.ndarray, X_test: Matrix, y_test: np.ndarray) -> FitResult:
+def evaluate(
+    model: BaseEstimator, X_train: Matrix, y_train: np.ndarray, X_test: Matrix, y_test: np.ndarray
+) -> FitResult:
     """Train on the training set, score on the test set."""
     seconds, cut = fit_model(model, X_train, y_train)
     n_iter = int(np.sum(model.n_iter_))
     return FitResult(seconds, 100.0 * accuracy(model, X_test, y_test), len(model.support_), n_iter, cut)
 
 
-def make_coresvc(solver: str, search: str, C: float, gamma: float, opts: argparse.Namespace, max_time: float):
+def make_coresvc(
+    solver: str, search: str, C: float, gamma: float, opts: argparse.Namespace, max_time: float
+) -> BaseEstimator:
     """A CoreSVC with the benchmark's common settings."""
     return import_coresvm().CoreSVC(
         C=C,
@@ -260,13 +264,23 @@ def select_C(
     return float(opts.c_grid[best]), time.perf_counter() - start, n_cut
 
 
-def run_coresvc(solver: str, search: str, data: Dataset, split: SelectionSplit, opts: argparse.Namespace) -> Row:
+def run_coresvc(
+    solver: str, search: str, data: Dataset, split: SelectionSplit, opts: argparse.Namespace, chosen: dict
+) -> Row:
     """Select C on the validation split, then train on all training data."""
     C, select_seconds, n_cut = select_C(solver, search, data, split, opts)
+    chosen[(solver, search)] = C
     model = make_coresvc(solver, search, C, data.gamma, opts, opts.max_time)
     result = evaluate(model, data.X_train, data.y_train, data.X_test, data.y_test)
     note = f" ({n_cut} cut)" if n_cut else ""
     return Row(f"CoreSVC {solver}", search, C, select_seconds, result, select_note=note)
+
+
+def run_budget(solver: str, search: str, C: float, budget: float, data: Dataset, opts: argparse.Namespace) -> Row:
+    """The anytime model: the same solver and C, stopped by ``max_time=budget``."""
+    model = make_coresvc(solver, search, C, data.gamma, opts, budget)
+    result = evaluate(model, data.X_train, data.y_train, data.X_test, data.y_test)
+    return Row(f"CoreSVC {solver} (max_time={budget:g})", search, C, fit=result)
 
 
 def run_svc(fraction: float, data: Dataset, opts: argparse.Namespace) -> Row:
@@ -299,22 +313,25 @@ def guarded(method: str, search: str, job: Callable[[], Row]) -> Row:
 def warm_up(data: Dataset, opts: argparse.Namespace) -> None:
     """Compile numba code for this data type so that no timed fit pays for JIT compilation."""
     split = selection_split(data, 500, 100, opts.seed)
-    for solver in SOLVERS:
-        for search in SEARCH_MODES:
-            model = make_coresvc(solver, search, 1.0, data.gamma, opts, 2.0).set_params(max_iter=200)
-            fit_model(model, split.X_fit, split.y_fit)
-            model.predict(split.X_val)
+    for solver, search in opts.methods:
+        model = make_coresvc(solver, search, 1.0, data.gamma, opts, 2.0).set_params(max_iter=200)
+        fit_model(model, split.X_fit, split.y_fit)
+        model.predict(split.X_val)
 
 
 def run_dataset(data: Dataset, opts: argparse.Namespace, svc_fractions: Sequence[float]) -> list[Row]:
     """All CoreSVC variants and SVC fractions on one dataset."""
     warm_up(data, opts)
     split = selection_split(data, opts.select_rows, opts.val_rows, opts.seed)
-    rows = []
-    for solver in SOLVERS:
-        for search in SEARCH_MODES:
-            job = partial(run_coresvc, solver, search, data, split, opts)
-            rows.append(guarded(f"CoreSVC {solver}", search, job))
+    rows, chosen = [], {}
+    for solver, search in opts.methods:
+        job = partial(run_coresvc, solver, search, data, split, opts, chosen)
+        rows.append(guarded(f"CoreSVC {solver}", search, job))
+    first = opts.methods[0]
+    for budget in opts.budgets:
+        if first in chosen:
+            job = partial(run_budget, *first, chosen[first], budget, data, opts)
+            rows.append(guarded(f"CoreSVC {first[0]} (max_time={budget:g})", first[1], job))
     for fraction in sorted(svc_fractions):
         rows.append(guarded(svc_name(fraction), "-", partial(run_svc, fraction, data, opts)))
     return rows
@@ -420,13 +437,15 @@ def parse_floats(text: str) -> list[float]:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (see --help)."""
     parser = argparse.ArgumentParser(
-        description="Compare CoreSVC (fw/mfw/swap/partan x full/random search) with scikit-learn SVC "
+        description="Compare CoreSVC solvers with scikit-learn SVC "
         "and write <out-dir>/<dataset>.md (also printed).",
         epilog="examples (from the repository root):" + __doc__.split("Run from the repository root::", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
     add("--datasets", default=",".join(ALL_DATASETS), help="comma-separated subset of %(default)s")
+    add("--methods", default=DEFAULT_METHODS, help="comma-separated solver:search pairs (default %(default)s)")
+    add("--budgets", default="", help="extra fits of the first method with these max_time budgets, e.g. 2,3,5")
     add("--quick", action="store_true", help="smoke run: 20%% of each training set, 100k checkerboard, max-time 30 s")
     add("--max-time", type=float, help="seconds per final CoreSVC fit (default 120; 30 with --quick)")
     add("--select-max-time", type=float, help="seconds per C-selection fit (default: --max-time)")
@@ -438,7 +457,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--checkerboard-size", type=int, help="checkerboard training points (default 1000000; 100000 with --quick)")
     add("--select-rows", type=int, default=10_000, help="max training rows per C-selection fit (default %(default)s)")
     add("--val-rows", type=int, default=20_000, help="max held-out rows scored per C (default %(default)s)")
-    add("--c-grid", help="comma-separated CoreSVC C values (default 2**arange(0, 15, 2) = 1,4,...,4096)")
+    add("--c-grid", help="comma-separated CoreSVC C values (default 2**arange(0, 15, 2) = 1,4,...,16384)")
     add("--tol", type=float, default=1e-3, help="CoreSVC relative duality-gap tolerance (default %(default)s)")
     add("--cache-size", type=float, default=200.0, help="kernel cache in MB, CoreSVC and SVC (default %(default)s)")
     add("--seed", type=int, default=0, help="seed of the checkerboard, splits and subsamples (default %(default)s)")
@@ -450,6 +469,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def finish_args(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> argparse.Namespace:
     """Fill the defaults that depend on --quick and check the values."""
     opts.datasets = [name.strip() for name in opts.datasets.split(",") if name.strip()]
+    opts.methods = [tuple(pair.strip().split(":")) for pair in opts.methods.split(",") if pair.strip()]
+    if any(len(pair) != 2 for pair in opts.methods):
+        parser.error("--methods takes solver:search pairs, e.g. coreset:auto,swap:full")
+    opts.budgets = parse_floats(opts.budgets) if opts.budgets else []
     unknown = sorted(set(opts.datasets) - set(ALL_DATASETS))
     if unknown:
         parser.error(f"unknown datasets {unknown}; choose from {ALL_DATASETS}")

@@ -181,3 +181,33 @@ def test_column_cache_counts_hits_and_stays_in_budget():
     result = run_engine(problem, SolverOptions(step_rule="swap", tol=1e-8, cache_bytes=budget))
     assert result.cache_bytes <= budget
     assert result.cache_hits > 0 and result.cache_misses > 0
+
+
+@pytest.mark.parametrize("n_candidates,max_add", [(59, 1), (30, 10), (400, 400)])
+@pytest.mark.parametrize("second", ["mdm", "imdm"])
+@pytest.mark.parametrize("lam", [0.0, 1.0])
+def test_core_set_solver_reaches_exact_optimum(n_candidates, max_add, second, lam):
+    """CVM-style growth (seed 002): the core-set optimum is the global optimum."""
+    problem = make_problem(lam=lam)
+    _, f_star, Q = exact_solution(problem)
+    options = SolverOptions(core_set=True, n_candidates=n_candidates, max_add=max_add, second_vertex=second,
+                            tol=1e-9, seed=0)
+    result = run_engine(problem, options)
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
+    assert problem.duality_gap(alpha, Q) <= 1e-6
+    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-8)
+
+
+def test_core_set_solver_on_csr_matches_dense():
+    import scipy.sparse as sp
+
+    dense = make_problem()
+    sparse = SimplexProblem(sp.csr_matrix(dense.X), dense.y, 1.0 / dense.inv_c, dense.kernel, bias=True)
+    opts = SolverOptions(core_set=True, n_candidates=59, max_add=5, tol=1e-9, seed=0)
+    a = run_engine(dense, opts)
+    b = run_engine(sparse, opts)
+    np.testing.assert_array_equal(a.support, b.support)
+    np.testing.assert_allclose(a.alpha, b.alpha, rtol=1e-7, atol=1e-12)

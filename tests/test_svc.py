@@ -13,7 +13,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from coresvm import CoreSVC
 
-SOLVERS = ["fw", "mfw", "swap", "partan"]
+SOLVERS = ["fw", "mfw", "swap", "partan", "cvm", "coreset"]
 
 
 @pytest.fixture(scope="module")

@@ -228,13 +228,20 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     status, gap, scale, n2 = 1, np.inf, 1.0, 0.0
     n_candidates = min(options.n_candidates, m)
     sweep, sweep_pos = rng.permutation(m), 0
+    outer_rel_gap = np.inf
+    finishing = False
     while True:
+        # Inexact inner solves: while the sample still finds violators, solve the
+        # core set only to a fraction of the outer gap (and a step budget per added
+        # point); once a sample is quiet, to the final inner tolerance.
         budget = options.max_iter - total_steps
-        if quiet_rounds == 0 and rounds > 0:
+        inner_tol = 0.5 * options.tol
+        if not finishing and rounds > 0:
             budget = min(budget, max(1000, options.inner_steps_per_point * n_new))
+            inner_tol = max(inner_tol, options.inner_gap_ratio * outer_rel_gap)
         n = core.size
         steps, inner_gap = _inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule,
-                                        float(options.gmdm_k), float(options.eta), 0.5 * options.tol, budget)
+                                        float(options.gmdm_k), float(options.eta), inner_tol, budget)
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]
@@ -249,6 +256,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         core_best = float(np.min(G - 0.5 * lam * diag))
         sample_best = float(cand_scores.min()) if len(candidates) else np.inf
         gap = 2.0 * (mean_score - min(core_best, sample_best))
+        outer_rel_gap = gap / scale
         threshold = mean_score - 0.5 * options.tol * scale
         violating = np.flatnonzero(cand_scores < threshold)
 
@@ -256,13 +264,17 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         if options.verbose > 0 and elapsed - last_report >= options.verbose:
             print_progress(total_steps, gap, gap / scale, int(np.sum(alpha > 0)), elapsed)
             last_report = elapsed
+        # Stop after two consecutive quiet samples, each scored against a core set
+        # solved to the final inner tolerance (an inexact solve proves nothing).
         if len(violating) == 0:
-            quiet_rounds += 1
-            if quiet_rounds >= 2 and inner_gap <= 0.5 * options.tol:
-                status = 0
-                break
+            finishing = True
+            if inner_gap <= 0.5 * options.tol:
+                quiet_rounds += 1
+                if quiet_rounds >= 2:
+                    status = 0
+                    break
         else:
-            quiet_rounds = 0
+            finishing, quiet_rounds = False, 0
         if total_steps >= options.max_iter:
             status = 1
             break

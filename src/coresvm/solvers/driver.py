@@ -37,7 +37,8 @@ class SolverOptions:
     core_set: bool = False  # CVM-style outer loop (solvers/core_set.py)
     n_candidates: int = 59
     max_add: int = 1
-    inner_steps_per_point: int = 50
+    inner_steps_per_point: int = 1000
+    inner_gap_ratio: float = 0.1
 
 
 @dataclass
