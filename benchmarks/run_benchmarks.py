@@ -70,7 +70,7 @@ DATASET_PARAMS: dict[str, dict[str, float]] = {
     "ijcnn1": {"gamma": 0.125, "svc_C": 256.0},
     "w8a": {"gamma": 0.03125, "svc_C": 16.0},
     "a9a": {"gamma": 0.05, "svc_C": 4.0},
-    "checkerboard": {"gamma": 1.0, "svc_C": 100.0},  # points in [0, 4)^2, unit cells
+    "checkerboard": {"gamma": 2.0, "svc_C": 100.0},  # points in [0, 4)^2, unit cells
 }
 # LIBSVM files: (train file, test file, n_features, keep CSR sparse?)
 LIBSVM_FILES: dict[str, tuple[str, str, int, bool]] = {
@@ -81,7 +81,7 @@ LIBSVM_FILES: dict[str, tuple[str, str, int, bool]] = {
 ALL_DATASETS = (*LIBSVM_FILES, "checkerboard")
 DEFAULT_METHODS = "coreset:auto,cvm:auto,swap:full,mfw:full,partan:full,fw:full,swap:random,mfw:random"
 DEFAULT_SVC_FRACTIONS = "0.1,0.25,0.5,1.0"
-CHECKERBOARD_SVC_FRACTIONS = "0.01,0.1"
+CHECKERBOARD_SVC_FRACTIONS = "0.01,0.1,0.25"
 CHECKERBOARD_TEST_SIZE = 100_000
 QUICK_TRAIN_FRACTION = 0.2
 QUICK_CHECKERBOARD_SIZE = 100_000
@@ -108,7 +108,8 @@ class Dataset:
 
 def make_checkerboard(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` uniform points on [0, 4)^2 labelled by a 4x4 checkerboard (+1 / -1)."""
-    return import_coresvm().datasets.make_checkerboard(n, random_state=seed)
+    import_coresvm()
+    return importlib.import_module("coresvm.datasets").make_checkerboard(n, random_state=seed)
 
 
 def load_libsvm(path: Path, n_features: int, sparse: bool) -> tuple[Matrix, np.ndarray]:

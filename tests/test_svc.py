@@ -189,3 +189,28 @@ def test_bad_inputs_raise_clear_errors(binary_data):
     model = CoreSVC(random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :3])
+
+
+def test_class_weight_is_a_per_class_multiplier_of_C(binary_data):
+    X, y = binary_data
+    by_class = CoreSVC(C=10, gamma=0.2, tol=1e-9, class_weight={0: 3.0, 1: 0.5}, random_state=0).fit(X, y)
+    by_sample = CoreSVC(C=10, gamma=0.2, tol=1e-9, random_state=0).fit(X, y, sample_weight=np.where(y == 0, 3.0, 0.5))
+    np.testing.assert_allclose(by_class.decision_function(X), by_sample.decision_function(X), rtol=1e-6, atol=1e-8)
+
+
+def test_balanced_class_weight_raises_minority_recall():
+    X, y = make_classification(n_samples=600, weights=[0.9, 0.1], flip_y=0.05, random_state=1)
+    plain = CoreSVC(C=1, gamma=0.1, random_state=0).fit(X, y)
+    balanced = CoreSVC(C=1, gamma=0.1, class_weight="balanced", random_state=0).fit(X, y)
+    recall = lambda model: np.mean(model.predict(X[y == 1]) == 1)  # noqa: E731
+    assert recall(balanced) > recall(plain)
+
+
+def test_zero_sample_weight_means_ignore(binary_data):
+    X, y = binary_data
+    weights = np.ones(len(y))
+    weights[:50] = 0
+    weighted = CoreSVC(C=10, gamma=0.2, tol=1e-9, random_state=0).fit(X, y, sample_weight=weights)
+    dropped = CoreSVC(C=10, gamma=0.2, tol=1e-9, random_state=0).fit(X[50:], y[50:])
+    assert np.all(weighted.support_ >= 50)
+    np.testing.assert_allclose(weighted.decision_function(X), dropped.decision_function(X), rtol=1e-6, atol=1e-8)

@@ -37,7 +37,7 @@ def _demo(args: argparse.Namespace) -> int:
     fit_time = time.perf_counter() - start
     accuracy = 100 * model.score(X_test, y_test)
     note = "" if model.fit_status_ == 0 else " (time budget reached)"
-    label = f"coresvm CoreSVC({args.solver}, random)"
+    label = f"coresvm CoreSVC({args.solver})"
     print(f"{label:<34}{fit_time:>15.2f}{accuracy:>14.2f}{len(model.support_):>8d}{note}")
 
     rng = np.random.default_rng(args.seed)
@@ -66,12 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--n", type=int, default=1_000_000, help="training points (default 1,000,000)")
     demo.add_argument("--n-test", type=int, default=100_000, help="test points (default 100,000)")
-    demo.add_argument("-c", "--C", type=float, default=1000.0, help="CoreSVC's L2-SVM C (default 1000)")
+    demo.add_argument("-c", "--C", type=float, default=10000.0, help="CoreSVC's L2-SVM C (default 10000)")
     demo.add_argument("-g", "--gamma", type=float, default=2.0, help="RBF gamma for both methods (default 2)")
-    demo.add_argument("--solver", default="swap", choices=["fw", "mfw", "swap", "partan"], help="step rule")
+    demo.add_argument(
+        "--solver", default="coreset", choices=["coreset", "cvm", "fw", "mfw", "swap", "partan"], help="solver"
+    )
     demo.add_argument("-e", "--tol", type=float, default=1e-2, help="relative duality-gap tolerance")
-    demo.add_argument("--max-time", type=float, default=60.0, help="CoreSVC time budget in seconds (default 60)")
-    demo.add_argument("--svc-fraction", type=float, default=0.01, help="SVC subsample fraction (default 0.01)")
+    demo.add_argument("--max-time", type=float, default=20.0, help="CoreSVC time budget in seconds (default 20)")
+    demo.add_argument("--svc-fraction", type=float, default=0.02, help="SVC subsample fraction (default 0.02)")
     demo.add_argument("--svc-C", type=float, default=100.0, help="SVC's C (default 100)")
     demo.add_argument("--seed", type=int, default=0, help="random seed")
     demo.set_defaults(handler=_demo)

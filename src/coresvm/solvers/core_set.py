@@ -135,8 +135,8 @@ class CoreSetState:
         capacity = self.points.shape[0]
         if needed <= capacity:
             return
-        while capacity < needed:
-            capacity *= 2
+        # 1.5x growth: the Gram matrix is the solver's largest allocation (capacity^2 floats)
+        capacity = max(needed, int(1.5 * capacity))
         grown = CoreSetState.empty(capacity)
         n = self.size
         grown.points[:n], grown.alpha[:n], grown.G[:n], grown.diag[:n] = (
@@ -284,7 +284,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         if len(violating):
             worst = violating[np.argsort(cand_scores[violating])[: options.max_add]]
             new_points = candidates[worst]
-            if core.size + len(new_points) > 2 * max(1, int(np.sum(alpha > 0))) + 256:
+            if core.size + len(new_points) > 1.25 * max(1, int(np.sum(alpha > 0))) + options.max_add + 256:
                 for p in core.points[: core.size][core.alpha[: core.size] <= 0]:
                     in_core[p] = False
                 core.compact()
