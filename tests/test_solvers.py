@@ -211,3 +211,34 @@ def test_core_set_solver_on_csr_matches_dense():
     b = run_engine(sparse, opts)
     np.testing.assert_array_equal(a.support, b.support)
     np.testing.assert_allclose(a.alpha, b.alpha, rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("rule", ["fw", "mfw", "swap", "partan", "mdm"])
+def test_random_search_gap_is_never_negative_and_iterates_stay_feasible(rule):
+    """Regression: the active points are candidates too (sampled gap >= 0), and PARTAN's
+    clip keeps the weights on the simplex even when a dropped point is re-chosen."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 2)
+    y = np.sign(X[:, 0] * X[:, 1])
+    problem = SimplexProblem(X, y, np.full(200, 1e4), KernelSpec("rbf", gamma=1.0))
+    Q = problem.dense_Q()
+    for sample_size, seed in [(50, 3), (0, 3)]:
+        result = run_engine(problem, SolverOptions(step_rule=rule, sample_size=sample_size, tol=1e-6,
+                                                    max_iter=3000, seed=seed))
+        alpha = dense_alpha(result, 200)
+        assert result.gap >= -1e-12
+        assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-9)
+        assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-6)
+        assert result.gap <= problem.duality_gap(alpha, Q) + 1e-12
+
+
+def test_core_set_inner_solve_honours_max_time():
+    from coresvm.datasets import make_checkerboard
+
+    X, y = make_checkerboard(4000, random_state=0)
+    problem = SimplexProblem(X, y.astype(float), np.full(4000, 1e7), KernelSpec("rbf", gamma=2.0))
+    run_engine(problem, SolverOptions(core_set=True, n_candidates=500, max_add=50, max_time=0.05))  # warm up
+    result = run_engine(problem, SolverOptions(core_set=True, n_candidates=2000, max_add=100, max_time=0.3,
+                                               tol=1e-9))
+    assert result.status == "max_time"
+    assert result.time < 0.3 * 1.1 + 1.0

@@ -214,3 +214,20 @@ def test_zero_sample_weight_means_ignore(binary_data):
     dropped = CoreSVC(C=10, gamma=0.2, tol=1e-9, random_state=0).fit(X[50:], y[50:])
     assert np.all(weighted.support_ >= 50)
     np.testing.assert_allclose(weighted.decision_function(X), dropped.decision_function(X), rtol=1e-6, atol=1e-8)
+
+
+def test_max_time_is_a_budget_for_the_whole_multiclass_fit():
+    X, y = make_blobs(n_samples=20000, centers=5, cluster_std=3.0, random_state=0)
+    CoreSVC(C=1e6, gamma=1.0, max_time=0.05, random_state=0).fit(X[:500], y[:500])  # warm up
+    start = __import__("time").perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        CoreSVC(C=1e6, gamma=1.0, tol=1e-9, max_time=1.0, random_state=0).fit(X, y)
+    assert __import__("time").perf_counter() - start < 1.0 * 1.1 + 1.5
+
+
+def test_break_ties_with_ovo_is_rejected():
+    X, y = load_iris(return_X_y=True)
+    model = CoreSVC(decision_function_shape="ovo", break_ties=True, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="break_ties"):
+        model.predict(X)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -93,8 +94,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     max_iter : int or None, default=None
         Iteration cap (None: 10 million).
     max_time : float or None, default=None
-        Wall-clock budget in seconds.  When reached, the model so far is kept
-        and a ``ConvergenceWarning`` is issued.
+        Wall-clock budget in seconds for the whole fit (one-vs-one pairs share
+        it).  When reached, the model so far is kept and a
+        ``ConvergenceWarning`` is issued.
     cache_size : float, default=200
         Byte budget of the kernel-column cache in MB (full search).
     class_weight : dict, 'balanced' or None, default=None
@@ -239,7 +241,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         if isinstance(self.n_init, bool) or not isinstance(self.n_init, (int, np.integer)) or self.n_init < 2:
             raise ValueError(f"n_init must be an integer >= 2; got {self.n_init!r}")
 
-    def _solver_options(self, n_points: int, seed: int) -> SolverOptions:
+    def _solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
         full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
         verbose = float(self.verbose) if not isinstance(self.verbose, bool) else (1.0 if self.verbose else 0.0)
         core_set = self.solver in CORE_SET_SOLVERS
@@ -254,7 +256,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             sample_size=0 if full else int(min(self.sample_size, n_points)),
             tol=float(self.tol),
             max_iter=int(self.max_iter) if self.max_iter is not None else 10_000_000,
-            max_time=float(self.max_time) if self.max_time is not None else np.inf,
+            max_time=float(time_share),
             eta=float(self.eta),
             seed=seed,
             cache_bytes=int(self.cache_size * 2**20),
@@ -309,20 +311,24 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         C_per_sample = self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
 
         models = []
-        for first, second in OneVsOneLayout.pairs(len(classes)):
+        pairs = OneVsOneLayout.pairs(len(classes))
+        # max_time is a budget for the whole fit: each pair gets an equal share of what is left
+        deadline = time.perf_counter() + (self.max_time if self.max_time is not None else np.inf)
+        for done, (first, second) in enumerate(pairs):
+            time_share = max((deadline - time.perf_counter()) / (len(pairs) - done), 1e-3)
             rows = np.flatnonzero(keep & ((y_index == first) | (y_index == second)))
             # LIBSVM's convention: the first class of a pair is +1 ... except that for
             # binary problems scikit-learn makes classes_[1] the positive class.
             positive = second if len(classes) == 2 else first
             signs = np.where(y_index[rows] == positive, 1.0, -1.0)
-            models.append(self._fit_binary(X, rows, signs, C_per_sample[rows], rng))
+            models.append(self._fit_binary(X, rows, signs, C_per_sample[rows], rng, time_share))
         self._set_fitted_attributes(X, y_index, models)
         return self
 
-    def _fit_binary(self, X, rows, signs, C_rows, rng) -> BinaryModel:
+    def _fit_binary(self, X, rows, signs, C_rows, rng, time_share: float) -> BinaryModel:
         X_rows = X if len(rows) == X.shape[0] else X[rows]
         problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bool(self.bias), lam=0.0)
-        options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)))
+        options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_share)
         result = run_engine(problem, options)
         if result.status != "converged":
             warnings.warn(
@@ -380,6 +386,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         decisions = self._pair_decisions(X)
         if len(self.classes_) == 2:
             return self.classes_[(decisions[:, 0] > 0).astype(int)]
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         if self.break_ties and self.decision_function_shape == "ovr":
             scores = _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
             return self.classes_[np.argmax(scores, axis=1)]

@@ -28,19 +28,23 @@ from numba import njit
 from threadpoolctl import threadpool_limits
 
 from ..kernels import inner_products, kernel_block, weighted_kernel_sums
-from .engine import SECOND_IMDM, SECOND_MDM, print_progress
+from .engine import SECOND_IMDM, SECOND_MDM, _now, print_progress
 from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
 
 
 @njit(cache=True)
-def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps):
-    """Pairwise steps on the core set until its relative gap is below ``tol``.
+def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left):
+    """Pairwise steps on the core set until its relative gap is below ``tol``
+    (or ``max_steps`` steps, or ``time_left`` seconds).
 
     Returns (steps taken, relative gap on the core set).
     """
     steps = 0
     rel_gap = np.inf
+    t_start = _now()
     while True:
+        if steps % 1024 == 1023 and _now() - t_start > time_left:
+            return steps, rel_gap
         n2 = 0.0
         D = 0.0
         for t in range(n_w):
@@ -240,8 +244,9 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             budget = min(budget, max(1000, options.inner_steps_per_point * n_new))
             inner_tol = max(inner_tol, options.inner_gap_ratio * outer_rel_gap)
         n = core.size
+        time_left = max(options.max_time - (time.perf_counter() - start), 0.0)
         steps, inner_gap = _inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule,
-                                        float(options.gmdm_k), float(options.eta), inner_tol, budget)
+                                        float(options.gmdm_k), float(options.eta), inner_tol, budget, time_left)
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]

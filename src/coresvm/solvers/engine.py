@@ -232,6 +232,15 @@ def solve_simplex(
         i = -1
         G_i = 0.0
         best = np.inf
+        if not full:
+            # the active points' gradients are kept: they are always candidates, which also
+            # makes the sampled gap non-negative (mean_score is their weighted average)
+            for t in range(s):
+                sc = G[t] - 0.5 * lam * diag[act_idx[t]]
+                if sc < best:
+                    best = sc
+                    i = act_idx[t]
+                    G_i = G[t]
         n_draws = 1 if full else 2  # the safeguard: one fresh re-sample before stopping
         for _attempt in range(n_draws):
             if full:
@@ -422,10 +431,11 @@ def solve_simplex(
             # write the new iterate into the *_prev buffers, then swap, so that
             # the previous iterate is kept without a copy
             for t in range(s):
-                alpha_prev[t] = ca * alpha[t] + cp * alpha_prev[t]
-                if alpha_prev[t] < 0.0:
-                    alpha_prev[t] = 0.0
-            alpha_prev[p_i] += ci
+                value = ca * alpha[t] + cp * alpha_prev[t]
+                if t == p_i:
+                    value += ci
+                # the clip keeps every weight >= 0 in exact arithmetic; clamp round-off only
+                alpha_prev[t] = value if value > 0.0 else 0.0
             if clipped_slot >= 0:
                 alpha_prev[clipped_slot] = 0.0
             n_g = m if full else s
