@@ -56,6 +56,7 @@ class SolverResult:
     cache_hits: int = 0
     cache_misses: int = 0
     cache_bytes: int = 0
+    rounds: int = 0  # core-set solvers: outer rounds
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -153,8 +154,20 @@ def run_engine(
         trace_time,
     )
     elapsed = time.perf_counter() - start
-    order = np.argsort(support)
     n_trace = min(int(n_iter) + 1, options.trace_length)
+    return _result(
+        support, alpha, n_iter, gap, scale, status, n2, elapsed,
+        cache_hits=cache.hits if full else 0,
+        cache_misses=cache.misses if full else 0,
+        cache_bytes=cache.nbytes if full else 0,
+        trace_rel_gap=trace_gap[:n_trace],
+        trace_time=trace_time[:n_trace],
+    )
+
+
+def _result(support, alpha, n_iter, gap, scale, status, n2, elapsed, **extra) -> SolverResult:
+    """A SolverResult with the support sorted by training index."""
+    order = np.argsort(support)
     return SolverResult(
         support=support[order],
         alpha=alpha[order],
@@ -164,11 +177,7 @@ def run_engine(
         status=STATUS_NAMES[int(status)],
         time=elapsed,
         squared_norm=float(n2),
-        cache_hits=cache.hits if full else 0,
-        cache_misses=cache.misses if full else 0,
-        cache_bytes=cache.nbytes if full else 0,
-        trace_rel_gap=trace_gap[:n_trace],
-        trace_time=trace_time[:n_trace],
+        **extra,
     )
 
 
@@ -177,17 +186,4 @@ def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
     support, alpha, n_iter, gap, scale, status, n2, rounds = solve_core_set(
         problem, options, rng, init_idx, init_alpha
     )
-    elapsed = time.perf_counter() - start
-    order = np.argsort(support)
-    result = SolverResult(
-        support=support[order],
-        alpha=alpha[order],
-        n_iter=int(n_iter),
-        gap=float(gap),
-        rel_gap=float(gap / scale),
-        status=STATUS_NAMES[int(status)],
-        time=elapsed,
-        squared_norm=float(n2),
-    )
-    result.rounds = int(rounds)
-    return result
+    return _result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start, rounds=int(rounds))
