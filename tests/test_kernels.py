@@ -5,8 +5,9 @@ import tracemalloc
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference_kernels import sklearn_kernel
 from scipy.spatial.distance import pdist
-from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel, sigmoid_kernel
+from sklearn.metrics.pairwise import linear_kernel, rbf_kernel
 
 from coresvm.kernels import (
     KERNEL_CODES,
@@ -28,15 +29,6 @@ SPECS = {
     "sigmoid": KernelSpec("sigmoid", gamma=0.1, coef0=-0.3),
 }
 
-
-def sklearn_kernel(A, B, spec):
-    if spec.name == "rbf":
-        return rbf_kernel(A, B, gamma=spec.gamma)
-    if spec.name == "poly":
-        return polynomial_kernel(A, B, degree=spec.degree, gamma=spec.gamma, coef0=spec.coef0)
-    if spec.name == "linear":
-        return linear_kernel(A, B)
-    return sigmoid_kernel(A, B, gamma=spec.gamma, coef0=spec.coef0)
 
 
 def sparse_data(n, d, density, seed):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference_kernels import sklearn_kernel
 from scipy.optimize import minimize
-from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel, sigmoid_kernel
 
 from coresvm.kernels import KernelSpec
 from coresvm.problem import (
@@ -23,15 +23,6 @@ SPECS = {
 }
 STORAGES = ["float64", "float32", "csr"]
 
-
-def sklearn_kernel(A, B, spec):
-    if spec.name == "rbf":
-        return rbf_kernel(A, B, gamma=spec.gamma)
-    if spec.name == "poly":
-        return polynomial_kernel(A, B, degree=spec.degree, gamma=spec.gamma, coef0=spec.coef0)
-    if spec.name == "linear":
-        return linear_kernel(A, B)
-    return sigmoid_kernel(A, B, gamma=spec.gamma, coef0=spec.coef0)
 
 
 def make_data(m, d, storage, seed):

@@ -184,10 +184,6 @@ def kernel_from_dot(kind, dot, norm_a, norm_b, gamma, coef0, degree):
     return np.tanh(gamma * dot + coef0)
 
 
-def n_rows(data):  # pragma: no cover - numba overload
-    """Number of rows of solver data (compiled only)."""
-
-
 def n_features(data):  # pragma: no cover - numba overload
     """Number of features of solver data (compiled only)."""
 
@@ -198,13 +194,6 @@ def row_to_dense(data, row, out):  # pragma: no cover - numba overload
 
 def dot_with_dense(data, row, vector):  # pragma: no cover - numba overload
     """``<x_row, vector>`` for a dense ``vector`` (compiled only)."""
-
-
-@overload(n_rows)
-def _n_rows(data):
-    if isinstance(data, types.Array):
-        return lambda data: data.shape[0]
-    return lambda data: data[2].shape[0] - 1
 
 
 @overload(n_features)

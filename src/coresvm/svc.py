@@ -6,7 +6,6 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.multiclass import _ovr_decision_function
@@ -397,7 +396,3 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
-
-    @property
-    def _sparse_fit(self) -> bool:
-        return sp.issparse(getattr(self, "support_vectors_", None))
