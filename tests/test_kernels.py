@@ -15,6 +15,7 @@ from coresvm.kernels import (
     as_solver_data,
     kernel_block,
     kernel_diagonal,
+    kernel_product,
     resolve_gamma,
     squared_norms,
 )
@@ -90,6 +91,48 @@ def test_kernel_block_mixed_dense_and_sparse(spec_name):
     expected = sklearn_kernel(A_ref, B, spec)
     np.testing.assert_allclose(kernel_block(A, B, spec), expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(kernel_block(B, A, spec), expected.T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec_name", sorted(SPECS))
+@pytest.mark.parametrize("sparse_a", [False, True])
+@pytest.mark.parametrize("sparse_b", [False, True])
+@pytest.mark.parametrize("coef_shape", [(37,), (37, 3)])
+def test_kernel_product_equals_block_times_coef(spec_name, sparse_a, sparse_b, coef_shape):
+    A_sparse, A = sparse_data(300, 8, 0.5, seed=1)
+    B_sparse, B = sparse_data(37, 8, 0.5, seed=2)
+    coef = np.random.RandomState(3).randn(*coef_shape)
+    expected = sklearn_kernel(A, B, SPECS[spec_name]) @ coef
+    got = kernel_product(A_sparse if sparse_a else A, B_sparse if sparse_b else B, SPECS[spec_name], coef)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_kernel_product_blocks_and_threads(monkeypatch, n_threads):
+    import coresvm.kernels as kernels
+
+    monkeypatch.setattr(kernels, "BLOCK_VALUES", 64)  # 8-row blocks: many of them
+    A, B = np.random.RandomState(0).randn(203, 5), np.random.RandomState(1).randn(11, 5)
+    coef = np.random.RandomState(2).randn(11)
+    got = kernel_product(A, B, SPECS["rbf"], coef, n_threads=n_threads)
+    np.testing.assert_allclose(got, rbf_kernel(A, B, gamma=0.15) @ coef, rtol=1e-10, atol=1e-12)
+
+
+def test_kernel_product_rbf_far_points_use_the_direct_formula():
+    """Norms so large that exp(2 g <a, b>) would overflow: the direct form is used."""
+    rng = np.random.RandomState(0)
+    A = rng.randn(40, 3) + 1e3
+    B = np.vstack([A[:5] + 1e-3, rng.randn(5, 3) - 1e3])
+    coef = rng.randn(10)
+    got = kernel_product(A, B, KernelSpec("rbf", gamma=1.0), coef)
+    expected = rbf_kernel(A, B, gamma=1.0) @ coef
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_kernel_product_empty_operands():
+    A, B = np.ones((4, 2)), np.ones((0, 2))
+    np.testing.assert_array_equal(kernel_product(A, B, SPECS["rbf"], np.zeros(0)), np.zeros(4))
+    assert kernel_product(B, A, SPECS["rbf"], np.ones(4)).shape == (0,)
 
 
 def test_kernel_block_uses_given_norms():

@@ -242,3 +242,39 @@ def test_core_set_inner_solve_honours_max_time():
                                                tol=1e-9))
     assert result.status == "max_time"
     assert result.time < 0.3 * 1.1 + 1.0
+
+
+def test_core_set_with_float32_gram_is_within_tol_of_the_optimum():
+    """At tol >= 1e-5 the core set's Gram is float32; the objective is still within tol."""
+    problem = make_problem(m=150, lam=0.0)
+    _, f_star, Q = exact_solution(problem)
+    result = run_engine(problem, SolverOptions(core_set=True, n_candidates=150, max_add=20, tol=1e-4, seed=0))
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    assert alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    assert problem.objective(alpha, Q) - f_star <= 1e-4 * problem.objective(alpha, Q)
+    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-12)  # recomputed in float64
+
+
+def test_core_set_stops_when_its_byte_budget_is_full():
+    """A budget for 64 points on a problem with more support vectors: status says so, the point is feasible."""
+    from coresvm.solvers.core_set import core_set_capacity
+
+    problem = make_problem(m=400, C=1e4)
+    budget = 64 * 64 * 4
+    assert core_set_capacity(budget, 1e-3) == 64
+    result = run_engine(problem, SolverOptions(core_set=True, n_candidates=400, max_add=30, tol=1e-3,
+                                               cache_bytes=budget, seed=0))
+    assert result.status == "core_set_full"
+    assert len(result.support) <= 64
+    assert np.all(result.alpha > 0) and result.alpha.sum() == pytest.approx(1.0)
+
+
+def test_compact_gram_in_place_equals_fancy_indexing():
+    from coresvm.solvers.core_set import _compact_gram_in_place
+
+    gram = np.random.RandomState(0).rand(9, 9).astype(np.float32)
+    keep = np.array([0, 2, 3, 7, 8])
+    expected = gram[np.ix_(keep, keep)].copy()
+    _compact_gram_in_place(gram, keep)
+    np.testing.assert_array_equal(gram[:5, :5], expected)

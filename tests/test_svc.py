@@ -231,3 +231,11 @@ def test_break_ties_with_ovo_is_rejected():
     model = CoreSVC(decision_function_shape="ovo", break_ties=True, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="break_ties"):
         model.predict(X)
+
+
+def test_full_core_set_warns_to_raise_cache_size(binary_data):
+    X, y = binary_data
+    tiny = 64 * 64 * 4 / 2**20  # room for a 64-point core set; this problem has more support vectors
+    with pytest.warns(ConvergenceWarning, match="Increase cache_size"):
+        model = CoreSVC(C=1e4, gamma=2.0, cache_size=tiny, random_state=0).fit(X, y)
+    assert model.solver_info_[0]["status"] == "core_set_full" and len(model.support_) <= 64

@@ -3,8 +3,9 @@
 Two evaluation paths share one definition of each kernel:
 
 * :func:`kernel_block` evaluates a rectangular block ``k(A, B)`` through BLAS
-  (``A @ B.T`` on dense or CSR data, never densifying sparse input).  It is used
-  for prediction and for anything done in Python.
+  (``A @ B.T`` on dense or CSR data, never densifying sparse input), and
+  :func:`kernel_product` the product ``k(A, B) @ coef`` in cache-sized blocks on
+  threads (prediction, scoring core-set candidates).
 * The compiled primitives (:func:`kernel_from_dot`, :func:`row_to_dense`,
   :func:`dot_with_dense`) are called from the Numba solver loops: one row is
   made dense, then every other row is dotted with it in a compiled loop (no
@@ -15,12 +16,15 @@ Two evaluation paths share one definition of each kernel:
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import overload
+from threadpoolctl import threadpool_limits
 
 LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
 KERNEL_CODES = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "sigmoid": SIGMOID}
@@ -136,6 +140,69 @@ def inner_products(A, B) -> np.ndarray:
     return np.asarray(dots, dtype=np.float64)
 
 
+BLOCK_VALUES = 2**19  # kernel values per block of kernel_product (4 MiB: stays in cache)
+DENSE_OPERAND_BYTES = 64 * 2**20  # a sparse right operand smaller than this is made dense
+RBF_FACTOR_LIMIT = 600.0  # exp(+-600) is finite in float64 with room to spare
+
+
+def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms_b=None,
+                   n_threads: int | None = None) -> np.ndarray:
+    """``k(A, B) @ coef`` without materializing ``k(A, B)``.
+
+    Rows of ``A`` are taken in cache-sized blocks, one BLAS call each, on
+    ``n_threads`` threads (BLAS itself held to one thread, so they do not
+    oversubscribe the cores).  For RBF the block is factorized as
+    ``exp(-g|a|^2) * exp(2g <a, b>) * exp(-g|b|^2)``, so a block costs one GEMM,
+    one vectorized ``exp`` and one GEMV; this is used only while every exponent
+    stays far from overflow (``g * (max|a|^2 + max|b|^2) < 600``), else the
+    direct ``exp(-g |a - b|^2)``.  ``B`` is small (support vectors, an active
+    set): a sparse ``B`` is made dense when that costs at most 64 MiB, which
+    keeps sparse ``A`` sparse and makes the product one sparse x dense call.
+    """
+    n_a, n_b = A.shape[0], B.shape[0]
+    coef = np.asarray(coef, dtype=np.float64)
+    out = np.empty((n_a,) + coef.shape[1:])
+    if n_a == 0:
+        return out
+    if n_b == 0:
+        out[:] = 0.0
+        return out
+    if sp.issparse(B) and n_b * B.shape[1] * 8 <= DENSE_OPERAND_BYTES:
+        B = B.toarray()
+    if spec.name == "rbf":
+        norms_a = squared_norms(A) if norms_a is None else norms_a
+        norms_b = squared_norms(B) if norms_b is None else norms_b
+    factorized = spec.name == "rbf" and spec.gamma * (norms_a.max() + norms_b.max()) < RBF_FACTOR_LIMIT
+    if factorized:
+        B_scaled = B * (2.0 * spec.gamma)
+        coef_b = np.exp(-spec.gamma * norms_b).reshape((-1,) + (1,) * (coef.ndim - 1)) * coef
+    rows = max(8, BLOCK_VALUES // n_b)
+
+    def one_block(start: int) -> None:
+        stop = min(start + rows, n_a)
+        if factorized:
+            block = inner_products(A[start:stop], B_scaled)
+            np.exp(block, out=block)
+            part = block @ coef_b
+            part *= np.exp(-spec.gamma * norms_a[start:stop]).reshape((-1,) + (1,) * (coef.ndim - 1))
+        else:
+            block = inner_products(A[start:stop], B)
+            block = apply_kernel_to_dots(block, spec, None if norms_a is None else norms_a[start:stop], norms_b)
+            part = block @ coef
+        out[start:stop] = part
+
+    starts = range(0, n_a, rows)
+    n_threads = min(n_threads or os.cpu_count() or 1, len(starts))
+    with threadpool_limits(1, user_api="blas"):
+        if n_threads <= 1:
+            for start in starts:
+                one_block(start)
+        else:
+            with ThreadPoolExecutor(n_threads) as pool:
+                list(pool.map(one_block, starts))
+    return out
+
+
 def kernel_diagonal(X, spec: KernelSpec, norms=None) -> np.ndarray:
     """``k(x_i, x_i)`` for every row, without forming any block."""
     norms = squared_norms(X) if norms is None else norms
@@ -242,17 +309,3 @@ def _dot_with_dense(data, row, vector):
         return acc
 
     return csr_impl
-
-
-@njit(parallel=True, cache=True)
-def weighted_kernel_sums(dots, norms_a, norms_b, kind, gamma, coef0, degree, weights, out):
-    """``out[c] = sum_a k(x_c, x_a) * weights[a]`` from a block of inner products.
-
-    One fused pass (kernel map, multiply, reduce) instead of materializing the
-    kernel block: on this memory-bound work it is the cheaper way.
-    """
-    for c in prange(dots.shape[0]):
-        acc = 0.0
-        for a in range(dots.shape[1]):
-            acc += kernel_from_dot(kind, dots[c, a], norms_a[c], norms_b[a], gamma, coef0, degree) * weights[a]
-        out[c] = acc

@@ -20,9 +20,10 @@ from ._validation import (
     check_positive,
     class_weight_per_sample,
 )
-from .kernels import KernelSpec, kernel_block, resolve_gamma, squared_norms
+from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
 from .multiclass import BinaryModel, OneVsOneLayout
 from .problem import SimplexProblem
+from .solvers.core_set import core_set_capacity
 from .solvers.driver import SolverOptions, run_engine
 from .solvers.engine import SECOND_VERTEX_RULES
 
@@ -32,7 +33,6 @@ CORE_SET_SOLVERS = {"cvm": (59, 1), "coreset": (10_000, 300)}
 SEARCH_MODES = ("auto", "full", "random")
 # With at most this many points (per binary problem) 'auto' scans the full gradient.
 AUTO_FULL_SEARCH_MAX_POINTS = 20_000
-PREDICT_BLOCK_VALUES = 2**22  # kernel values per prediction block (32 MB of float64)
 
 
 class CoreSVC(ClassifierMixin, BaseEstimator):
@@ -97,7 +97,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         it).  When reached, the model so far is kept and a
         ``ConvergenceWarning`` is issued.
     cache_size : float, default=200
-        Byte budget of the kernel-column cache in MB (full search).
+        Memory budget in MB for kernel values: the LRU kernel-column cache of
+        the full-search solvers, or the core set's Gram matrix for 'coreset'
+        and 'cvm' (float32 when ``tol >= 1e-5``: 200 MB hold a core set of 7240
+        points; when it is full the fit stops with a ``ConvergenceWarning``).
     class_weight : dict, 'balanced' or None, default=None
         Multiplies C per class.
     bias : bool, default=True
@@ -329,7 +332,15 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bool(self.bias), lam=0.0)
         options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_share)
         result = run_engine(problem, options)
-        if result.status != "converged":
+        if result.status == "core_set_full":
+            warnings.warn(
+                f"CoreSVC: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
+                f"{core_set_capacity(options.cache_bytes, options.tol)} points) before convergence (relative gap "
+                f"{result.rel_gap:.2e}); the model so far is kept. Increase cache_size.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        elif result.status != "converged":
             warnings.warn(
                 f"CoreSVC stopped before convergence ({result.status}, relative gap {result.rel_gap:.2e} > "
                 f"tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
@@ -356,14 +367,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
         check_finite_input(X)
-        n_sv = max(self.support_vectors_.shape[0], 1)
-        block = max(1, PREDICT_BLOCK_VALUES // n_sv)
-        out = np.empty((X.shape[0], self._pair_coef.shape[1]))
-        for start in range(0, X.shape[0], block):
-            part = X[start : start + block]
-            K = kernel_block(part, self.support_vectors_, self._kernel_spec, norms_b=self._sv_norms)
-            out[start : start + block] = K @ self._pair_coef + self.intercept_
-        return out
+        decisions = kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef,
+                                   norms_b=self._sv_norms)
+        decisions += self.intercept_
+        return decisions
 
     def decision_function(self, X) -> np.ndarray:
         """Signed distance-like scores: ``sum_i dual_coef_i k(x_i, x) + intercept_``.

@@ -25,10 +25,18 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
-from threadpoolctl import threadpool_limits
 
-from ..kernels import inner_products, kernel_block, weighted_kernel_sums
-from .engine import SECOND_IMDM, SECOND_MDM, _now, print_progress
+from ..kernels import kernel_block, kernel_product
+from .engine import (
+    SECOND_IMDM,
+    SECOND_MDM,
+    STATUS_CONVERGED,
+    STATUS_CORE_SET_FULL,
+    STATUS_MAX_ITER,
+    STATUS_MAX_TIME,
+    _now,
+    print_progress,
+)
 from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
 
 
@@ -114,50 +122,72 @@ def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, 
 
 
 
-CANDIDATE_BLOCK = 2048  # candidates scored per BLAS block (bounds the temporary block's memory)
+FLOAT32_GRAM_MIN_TOL = 1e-5  # float32 entries (relative error 6e-8) are exact enough above this tol
+
+
+def gram_dtype(tol: float) -> type:
+    """float32 halves the Gram's memory and bandwidth; tight tolerances need float64."""
+    return np.float32 if tol >= FLOAT32_GRAM_MIN_TOL else np.float64
+
+
+def core_set_capacity(budget_bytes: int, tol: float) -> int:
+    """How many points a core set may hold when its Gram matrix gets ``budget_bytes``."""
+    return max(64, int(np.sqrt(budget_bytes / np.dtype(gram_dtype(tol)).itemsize)))
 
 
 @dataclass
 class CoreSetState:
-    """The core set: its points, weights, gradient ``G = Q a`` on it, and its Gram matrix."""
+    """The core set: its points, weights, gradient ``G = Q a`` on it, and its Gram matrix.
+
+    The Gram matrix is allocated once at the largest size the byte budget
+    allows.  NumPy takes that memory lazily from the OS (calloc), so only the
+    leading ``size x size`` block that is written becomes resident, and growing
+    the core set never copies it.  Entries are float32 unless the tolerance is
+    below 1e-5; the gradient is accumulated in float64 either way.
+    """
 
     points: np.ndarray
     alpha: np.ndarray
     G: np.ndarray
     diag: np.ndarray
-    gram: np.ndarray  # capacity x capacity; the leading n x n block is Q restricted to the core set
+    gram: np.ndarray  # capacity x capacity; the leading size x size block is Q restricted to the core set
     size: int = 0
 
     @classmethod
-    def empty(cls, capacity: int) -> CoreSetState:
+    def within_budget(cls, budget_bytes: int, tol: float) -> CoreSetState:
+        capacity = core_set_capacity(budget_bytes, tol)
         return cls(
             np.zeros(capacity, dtype=np.int64), np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
-            np.zeros((capacity, capacity)),
+            np.zeros((capacity, capacity), dtype=gram_dtype(tol)),
         )
 
-    def reserve(self, needed: int) -> None:
-        capacity = self.points.shape[0]
-        if needed <= capacity:
-            return
-        # 1.5x growth: the Gram matrix is the solver's largest allocation (capacity^2 floats)
-        capacity = max(needed, int(1.5 * capacity))
-        grown = CoreSetState.empty(capacity)
-        n = self.size
-        grown.points[:n], grown.alpha[:n], grown.G[:n], grown.diag[:n] = (
-            self.points[:n], self.alpha[:n], self.G[:n], self.diag[:n])
-        grown.gram[:n, :n] = self.gram[:n, :n]
-        self.points, self.alpha, self.G, self.diag, self.gram = (
-            grown.points, grown.alpha, grown.G, grown.diag, grown.gram)
+    @property
+    def capacity(self) -> int:
+        return self.points.shape[0]
 
     def compact(self) -> None:
         """Drop points with zero weight (they re-enter if they violate again)."""
         keep = np.flatnonzero(self.alpha[: self.size] > 0)
+        _compact_gram_in_place(self.gram, keep)
         n = len(keep)
-        self.gram[:n, :n] = self.gram[np.ix_(keep, keep)]
         for name in ("points", "alpha", "G", "diag"):
             values = getattr(self, name)
             values[:n] = values[keep]
         self.size = n
+
+
+@njit(cache=True)
+def _compact_gram_in_place(gram, keep):
+    """``gram[:n, :n] = gram[keep][:, keep]`` without a temporary copy.
+
+    Safe in row-major order because ``keep`` is increasing: entry (a, b) is read
+    from (keep[a], keep[b]) >= (a, b), which no earlier write has touched.
+    """
+    for a in range(keep.shape[0]):
+        source = gram[keep[a]]
+        target = gram[a]
+        for b in range(keep.shape[0]):
+            target[b] = source[keep[b]]
 
 
 def _extended_block(problem, rows_a, rows_b) -> np.ndarray:
@@ -172,7 +202,6 @@ def _extended_block(problem, rows_a, rows_b) -> np.ndarray:
 
 def _add_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> None:
     n, k = core.size, len(new_points)
-    core.reserve(n + k)
     old = core.points[:n]
     if n > 0:
         cross = _extended_block(problem, new_points, old)
@@ -189,51 +218,35 @@ def _add_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> No
 
 
 def _score_candidates(problem, candidates, core: CoreSetState) -> np.ndarray:
-    """``G_c = (Q a)_c`` for points outside the core set.
-
-    Inner products through one BLAS call per block, then one fused compiled pass
-    (kernel map + weighted sum).  BLAS is held to one thread: its idle threads
-    would otherwise spin against Numba's on the same cores.
-    """
+    """``G_c = (Q a)_c`` for points outside the core set (no 1/C term: c is not in it)."""
     n = core.size
-    active = np.flatnonzero(core.alpha[:n] > 0)
-    signed = core.alpha[active] * problem.y[core.points[active]]
-    bias = problem.bias_term * signed.sum()
-    X_active = problem.X[core.points[active]]
-    norms_active = problem.norms[core.points[active]]
-    spec = problem.kernel
-    scores = np.empty(len(candidates))
-    sums = np.empty(min(len(candidates), CANDIDATE_BLOCK))
-    with threadpool_limits(1, user_api="blas"):
-        for start in range(0, len(candidates), CANDIDATE_BLOCK):
-            block = candidates[start : start + CANDIDATE_BLOCK]
-            dots = inner_products(problem.X[block], X_active)
-            part = sums[: len(block)]
-            weighted_kernel_sums(dots, problem.norms[block], norms_active, spec.code, float(spec.gamma),
-                                 float(spec.coef0), float(spec.degree), signed, part)
-            scores[start : start + CANDIDATE_BLOCK] = problem.y[block] * (part + bias)
-    return scores
+    active = core.points[:n][core.alpha[:n] > 0]
+    signed = core.alpha[:n][core.alpha[:n] > 0] * problem.y[active]
+    sums = kernel_product(problem.X[candidates], problem.X[active], problem.kernel, signed,
+                          problem.norms[candidates], problem.norms[active])
+    return problem.y[candidates] * (sums + problem.bias_term * signed.sum())
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
     """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds)."""
     m = problem.n_points
     lam = float(problem.lam)
-    core = CoreSetState.empty(max(256, 2 * len(init_idx)))
+    core = CoreSetState.within_budget(options.cache_bytes, options.tol)
+    init_idx, init_alpha = init_idx[: core.capacity], init_alpha[: core.capacity] / init_alpha[: core.capacity].sum()
     _add_points(problem, core, init_idx, init_alpha, np.zeros(len(init_idx)))
     n = core.size
-    core.G[:n] = core.gram[:n, :n] @ core.alpha[:n]
+    core.G[:n] = core.gram[:n, :n].astype(np.float64) @ core.alpha[:n]
     in_core = np.zeros(m, dtype=bool)
     in_core[init_idx] = True
     second_rule = SECOND_VERTEX_CODES[options.second_vertex]
     start = time.perf_counter()
     last_report = -np.inf
     total_steps, rounds, quiet_rounds, n_new = 0, 0, 0, len(init_idx)
-    status, gap, scale, n2 = 1, np.inf, 1.0, 0.0
+    status, gap, scale, n2 = STATUS_MAX_ITER, np.inf, 1.0, 0.0
     n_candidates = min(options.n_candidates, m)
     sweep, sweep_pos = rng.permutation(m), 0
     outer_rel_gap = np.inf
-    finishing = False
+    finishing = core_set_full = False
     while True:
         # Inexact inner solves: while the sample still finds violators, solve the
         # core set only to a fraction of the outer gap (and a step budget per added
@@ -276,30 +289,58 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             if inner_gap <= 0.5 * options.tol:
                 quiet_rounds += 1
                 if quiet_rounds >= 2:
-                    status = 0
+                    status = STATUS_CONVERGED
                     break
         else:
             finishing, quiet_rounds = False, 0
+        if core_set_full:
+            status = STATUS_CORE_SET_FULL
+            break
         if total_steps >= options.max_iter:
-            status = 1
+            status = STATUS_MAX_ITER
             break
         if elapsed > options.max_time:
-            status = 2
+            status = STATUS_MAX_TIME
             break
         if len(violating):
             worst = violating[np.argsort(cand_scores[violating])[: options.max_add]]
-            new_points = candidates[worst]
-            if core.size + len(new_points) > 1.25 * max(1, int(np.sum(alpha > 0))) + options.max_add + 256:
-                for p in core.points[: core.size][core.alpha[: core.size] <= 0]:
-                    in_core[p] = False
-                core.compact()
-            in_core[new_points] = True
-            new_G = cand_scores[worst] + 0.5 * lam * problem.diag[new_points]
-            _add_points(problem, core, new_points, np.zeros(len(new_points)), new_G)
-            n_new = len(new_points)
+            new_G = cand_scores[worst] + 0.5 * lam * problem.diag[candidates[worst]]
+            n_new = _grow(problem, core, in_core, candidates[worst], new_G, options.max_add)
+            if n_new == 0:
+                # No room left in the budget: one last strict solve of the core set, then stop.
+                core_set_full, finishing = True, True
     n = core.size
     keep = np.flatnonzero(core.alpha[:n] > 0)
-    return core.points[keep].copy(), core.alpha[keep].copy(), total_steps, gap, scale, status, n2, rounds
+    support, alpha = core.points[keep].copy(), core.alpha[keep].copy()
+    # The Gram may be float32: recompute ||w||^2 (which sets the model's scale) in float64.
+    n2 = float(alpha @ _exact_gradient(problem, support, alpha))
+    return support, alpha, total_steps, gap, scale, status, n2, rounds
+
+
+def _exact_gradient(problem, support, alpha) -> np.ndarray:
+    """``(Q a)`` on the support, from the kernel in float64."""
+    signed = alpha * problem.y[support]
+    X_support = problem.X[support]
+    sums = kernel_product(X_support, X_support, problem.kernel, signed,
+                          problem.norms[support], problem.norms[support])
+    return problem.y[support] * (sums + problem.bias_term * signed.sum()) + problem.inv_c[support] * alpha
+
+
+def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int) -> int:
+    """Add violators (worst first) to the core set; returns how many fitted.
+
+    Zero-weight points are dropped first when the core set has grown well past
+    its active part, or when the byte budget would otherwise be exceeded.
+    """
+    n_active = int(np.sum(core.alpha[: core.size] > 0))
+    if core.size + len(new_points) > min(core.capacity, 1.25 * max(1, n_active) + max_add + 256):
+        in_core[core.points[: core.size][core.alpha[: core.size] <= 0]] = False
+        core.compact()
+    room = core.capacity - core.size
+    new_points, new_G = new_points[:room], new_G[:room]
+    in_core[new_points] = True
+    _add_points(problem, core, new_points, np.zeros(len(new_points)), new_G)
+    return len(new_points)
 
 
 def _next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, sweep_pos):
