@@ -41,85 +41,118 @@ from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_dir
 
 
 @njit(cache=True)
+def _core_set_sums(alpha, G, diag_w, n_w, lam):
+    """``n2 = a'Qa``, ``D = a'diag(Q)`` and the toward vertex ``argmin_t G_t - lam/2 Q_tt``."""
+    n2 = 0.0
+    D = 0.0
+    p_i = 0
+    best = np.inf
+    for t in range(n_w):
+        n2 += alpha[t] * G[t]
+        D += alpha[t] * diag_w[t]
+        score = G[t] - 0.5 * lam * diag_w[t]
+        if score < best:
+            best = score
+            p_i = t
+    return n2, D, p_i, best
+
+
+@njit(cache=True)
+def _second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k):
+    """The active point that gives weight to ``p_i`` (MDM / IMDM / GMDM rule), or -1."""
+    row_i = Kw[p_i]
+    G_i = G[p_i]
+    Q_ii = diag_w[p_i]
+    p_j = -1
+    best_value = 0.0
+    worst = -np.inf
+    for t in range(n_w):
+        if alpha[t] <= 0.0 or t == p_i:
+            continue
+        score = G[t] - 0.5 * lam * diag_w[t]
+        if second_rule == SECOND_MDM:
+            if score > worst:
+                worst = score
+                p_j = t
+            continue
+        if score <= best:
+            continue
+        derivative, curvature = pairwise_direction(G_i, G[t], Q_ii, diag_w[t], row_i[t], lam)
+        if curvature <= CURVATURE_FLOOR:
+            continue
+        if second_rule == SECOND_IMDM:
+            value = -objective_change(derivative, curvature, clipped_step(derivative, curvature, alpha[t], 1.0))
+        else:
+            value = -derivative / curvature ** (0.5 * gmdm_k)
+        if value > best_value:
+            best_value = value
+            p_j = t
+    return p_j
+
+
+@njit(cache=True)
 def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left):
     """Pairwise steps on the core set until its relative gap is below ``tol``
     (or ``max_steps`` steps, or ``time_left`` seconds).
 
-    Returns (steps taken, relative gap on the core set).
+    Two passes over the core set per step: the second-vertex search, and the
+    gradient update, which also finds the next toward vertex.  ``n2`` and ``D``
+    are updated in closed form (exact recomputation every 1024 steps bounds
+    the drift).  Returns (steps taken, relative gap on the core set).
     """
     steps = 0
     rel_gap = np.inf
     t_start = _now()
+    n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
     while True:
-        if steps % 1024 == 1023 and _now() - t_start > time_left:
-            return steps, rel_gap
-        n2 = 0.0
-        D = 0.0
-        for t in range(n_w):
-            n2 += alpha[t] * G[t]
-            D += alpha[t] * diag_w[t]
-        mean_score = n2 - 0.5 * lam * D
+        if steps % 1024 == 1023:
+            n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
+            if _now() - t_start > time_left:
+                break
         scale = 2.0 * n2 if lam == 0.0 else D - n2
-        if scale <= 0.0:
-            scale = 1e-300
-        # toward vertex: the core-set point with the smallest gradient
-        p_i = 0
-        best = np.inf
-        for t in range(n_w):
-            sc = G[t] - 0.5 * lam * diag_w[t]
-            if sc < best:
-                best = sc
-                p_i = t
-        rel_gap = 2.0 * (mean_score - best) / scale
+        rel_gap = 2.0 * (n2 - 0.5 * lam * D - best) / max(scale, 1e-300)
         if rel_gap <= tol or steps >= max_steps:
-            return steps, rel_gap
+            break
         row_i = Kw[p_i]
-        G_i = G[p_i]
         Q_ii = diag_w[p_i]
-        # second vertex among the active core-set points
-        p_j = -1
-        best_value = 0.0
-        worst = -np.inf
-        for t in range(n_w):
-            if alpha[t] <= 0.0 or t == p_i:
-                continue
-            sc = G[t] - 0.5 * lam * diag_w[t]
-            if second_rule == SECOND_MDM:
-                if sc > worst:
-                    worst = sc
-                    p_j = t
-                continue
-            if sc <= best:
-                continue
-            derivative, curvature = pairwise_direction(G_i, G[t], Q_ii, diag_w[t], row_i[t], lam)
-            if curvature <= CURVATURE_FLOOR:
-                continue
-            if second_rule == SECOND_IMDM:
-                value = -objective_change(derivative, curvature, clipped_step(derivative, curvature, alpha[t], 1.0))
-            else:
-                value = -derivative / curvature ** (0.5 * gmdm_k)
-            if value > best_value:
-                best_value = value
-                p_j = t
+        p_j = _second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k)
         if p_j < 0:
-            # only one active point: a Frank-Wolfe toward step
-            derivative, curvature = toward_direction(G_i, Q_ii, n2, D, lam)
-            t_fw = clipped_step(derivative, curvature, 1.0, eta)
+            # only one active point: a Frank-Wolfe toward step (seed 000 eq. 29)
+            derivative, curvature = toward_direction(G[p_i], Q_ii, n2, D, lam)
+            step = clipped_step(derivative, curvature, 1.0, eta)
+            n2 = (1.0 - step) ** 2 * n2 + 2.0 * step * (1.0 - step) * G[p_i] + step * step * Q_ii
+            D = (1.0 - step) * D + step * Q_ii
             for t in range(n_w):
-                alpha[t] *= 1.0 - t_fw
-                G[t] = (1.0 - t_fw) * G[t] + t_fw * row_i[t]
-            alpha[p_i] += t_fw
+                alpha[t] *= 1.0 - step
+            alpha[p_i] += step
+            next_i, best = _update_gradient(G, row_i, row_i, 1.0 - step, step, 0.0, diag_w, n_w, lam)
         else:
-            derivative, curvature = pairwise_direction(G_i, G[p_j], Q_ii, diag_w[p_j], row_i[p_j], lam)
+            derivative, curvature = pairwise_direction(G[p_i], G[p_j], Q_ii, diag_w[p_j], row_i[p_j], lam)
             a_j = alpha[p_j]
-            t_pair = clipped_step(derivative, curvature, a_j, eta)
-            row_j = Kw[p_j]
-            for t in range(n_w):
-                G[t] += t_pair * (row_i[t] - row_j[t])
-            alpha[p_i] += t_pair
-            alpha[p_j] = 0.0 if t_pair >= a_j else a_j - t_pair
+            step = clipped_step(derivative, curvature, a_j, eta)
+            n2 += step * (G[p_i] - G[p_j]) * 2.0 + step * step * curvature
+            D += step * (Q_ii - diag_w[p_j])
+            alpha[p_i] += step
+            alpha[p_j] = 0.0 if step >= a_j else a_j - step
+            next_i, best = _update_gradient(G, row_i, Kw[p_j], 1.0, step, -step, diag_w, n_w, lam)
+        p_i = next_i
         steps += 1
+    return steps, rel_gap
 
+
+@njit(cache=True)
+def _update_gradient(G, row_i, row_j, keep, step_i, step_j, diag_w, n_w, lam):
+    """``G = keep * G + step_i * row_i + step_j * row_j``; returns the new toward vertex and its score."""
+    for t in range(n_w):
+        G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
+    p_i = 0
+    best = np.inf
+    for t in range(n_w):
+        score = G[t] - 0.5 * lam * diag_w[t]
+        if score < best:
+            best = score
+            p_i = t
+    return p_i, best
 
 
 FLOAT32_GRAM_MIN_TOL = 1e-5  # float32 entries (relative error 6e-8) are exact enough above this tol
