@@ -3,7 +3,8 @@
 Public names only; see the module of each for details.
 """
 
+from .aesvc import AESVC
 from .svc import CoreSVC
 
-__all__ = ["CoreSVC"]
+__all__ = ["AESVC", "CoreSVC"]
 __version__ = "0.1.0"

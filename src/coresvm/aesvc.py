@@ -1,0 +1,331 @@
+"""AESVC: an SVM trained on the representative set of approximate extreme points (seed 003)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.svm import SVC
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import aesvm
+from ._validation import check_choice, check_finite_input, check_kernel_params, check_positive, class_weight_per_sample
+from .kernels import KernelSpec, resolve_gamma
+
+# Representative sets kept for reuse across C (seed 003 Sec. 4.3: "computed once per g").
+# GridSearchCV visits (candidate, fold) pairs candidate-major, so the cache must hold one
+# set per fold plus the refit: 16 entries, and at most 1 GiB of index/weight arrays.
+RS_CACHE_ENTRIES = 16
+RS_CACHE_BYTES = 2**30
+_RS_CACHE: OrderedDict[str, aesvm.RepresentativeSet] = OrderedDict()
+_RS_CACHE_LOCK = threading.Lock()
+PREDICT_BLOCK_ROWS = 8192  # sparse input on a dense-trained model is densified in blocks
+
+
+def clear_representative_set_cache() -> None:
+    """Forget every cached representative set."""
+    with _RS_CACHE_LOCK:
+        _RS_CACHE.clear()
+
+
+def _cache_get(key: str) -> aesvm.RepresentativeSet | None:
+    with _RS_CACHE_LOCK:
+        found = _RS_CACHE.get(key)
+        if found is not None:
+            _RS_CACHE.move_to_end(key)
+        return found
+
+
+def _cache_put(key: str, value: aesvm.RepresentativeSet) -> None:
+    with _RS_CACHE_LOCK:
+        _RS_CACHE[key] = value
+        _RS_CACHE.move_to_end(key)
+        while len(_RS_CACHE) > RS_CACHE_ENTRIES or (
+            len(_RS_CACHE) > 1 and sum(v.nbytes for v in _RS_CACHE.values()) > RS_CACHE_BYTES
+        ):
+            _RS_CACHE.popitem(last=False)
+
+
+def data_fingerprint(X, y: np.ndarray, sample_weight: np.ndarray) -> str:
+    """A digest of the training data, labels and weights (the representative set depends on all three)."""
+    digest = hashlib.blake2b(digest_size=20)
+    if sp.issparse(X):
+        X = X.tocsr()
+        parts = [X.data, X.indices, X.indptr]
+        digest.update(b"csr")
+    else:
+        parts = [np.asarray(X)]
+    digest.update(repr((X.shape, str(X.dtype))).encode())
+    for part in parts:
+        digest.update(np.ascontiguousarray(part).view(np.uint8).reshape(-1))
+    digest.update(np.ascontiguousarray(y).view(np.uint8).reshape(-1))
+    digest.update(np.ascontiguousarray(sample_weight, dtype=np.float64).view(np.uint8).reshape(-1))
+    return digest.hexdigest()
+
+
+class AESVC(ClassifierMixin, BaseEstimator):
+    """C-SVC trained on approximate extreme points (AESVM; Nandan et al., JMLR 2014; seed 003).
+
+    ``fit`` first derives the *representative set* ``X*`` (DeriveRS,
+    :func:`coresvm.aesvm.derive_representative_set`): per class, the data are
+    cut into segments of at most ``V`` points (first-level blocks of at most
+    ``P`` by FLS2 or FLS1, then SLS), and in each segment the points whose
+    kernel-space convex hull covers every other point of the segment within
+    ``epsilon`` (squared distance) are kept, each with the weight ``beta_t``
+    (eq. 10), the total convex weight the segment puts on it.  Then the
+    standard C-SVC is trained on ``X*`` alone with per-sample bound
+    ``C * beta_t`` (the AESVM dual, eq. 18) -- scikit-learn's ``SVC`` with
+    ``sample_weight=beta`` solves exactly that problem.
+
+    **eps-coverage is enforced.** Every training point is within ``epsilon``
+    (squared kernel distance) of the convex combination of its segment's
+    representatives that defines beta, the premise of the paper's bounds
+    (Corollaries 3-4).  The published DeriveAE does not guarantee it; two fixes
+    do (sequential pruning, and promoting any point left with residual >
+    epsilon into the representative set), see :func:`coresvm.aesvm.derive_ae`.
+    ``max_residual_`` reports the largest residual.
+
+    **Reuse across C.** The representative set depends on the data, the kernel
+    and (epsilon, P, V, segmentation), not on ``C`` or ``class_weight``.  It is
+    kept in a small in-process cache keyed on a digest of the training data
+    (and sample weights) and those parameters, so a grid search over ``C``
+    (e.g. ``GridSearchCV`` with ``n_jobs=1``) derives it once per fold and
+    kernel parameter.  ``cache_representative_set=False`` turns this off;
+    :func:`coresvm.aesvc.clear_representative_set_cache` empties the cache.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        The C-SVC penalty on ``sum_i xi_i`` (scikit-learn ``SVC``'s and LIBSVM's
+        C; the paper's ``C' = C/N``).  Representative ``t`` gets the bound ``C * beta_t``.
+    kernel : {'rbf', 'poly', 'linear', 'sigmoid'}, default='rbf'
+    gamma : float or {'scale', 'auto', 'cvm'}, default='scale'
+        Kernel width, resolved from the training data as in :class:`~coresvm.CoreSVC`.
+    degree : int, default=3
+    coef0 : float, default=0.0
+    epsilon : float, default=1e-3
+        Coverage threshold (squared kernel distance) of the approximate extreme
+        points.  ``epsilon -> 0`` keeps every (distinct) point with weight 1, i.e. SVC.
+    P : int, default=100000
+        First-level block size.
+    V : int, default=1000
+        Segment size; kernel blocks of at most ``V x V`` are formed.
+    segmentation : {'fls2', 'fls1'}, default='fls2'
+        First-level segregation: FLS2 (recursive median split of kernel distances)
+        or FLS1 (blocks in data order; for ordered/homogeneous data).
+    class_weight : dict, 'balanced' or None, default=None
+        Multiplies C per class (on top of beta).
+    cache_representative_set : bool, default=True
+        Reuse a representative set derived earlier in this process for the same
+        data and parameters.
+    tol, cache_size, shrinking, max_iter :
+        Passed to the final ``SVC`` (defaults 1e-3, 200 MB, True, -1).
+    decision_function_shape : {'ovr', 'ovo'}, default='ovr'
+    break_ties : bool, default=False
+        As in ``SVC``: more than two classes are handled one-vs-one (each class's
+        representatives are the same in every pair, so one set serves all pairs).
+    random_state : int, RandomState or None, default=None
+        Unused by the deterministic DeriveRS; kept for API compatibility.
+
+    Attributes
+    ----------
+    classes_, support_, support_vectors_, n_support_, dual_coef_, intercept_, fit_status_, n_iter_ :
+        As in ``SVC``; ``support_`` indexes the training data.
+    svm_ : SVC
+        The fitted SVC on the representative set.
+    representative_set_ : coresvm.aesvm.RepresentativeSet
+        Indices, beta, residuals, segments and counts of DeriveRS.
+    rs_size_per_class_ : ndarray of shape (n_classes,)
+        Number of representatives per class.
+    rs_fraction_ : float
+        ``M / N``.
+    derive_time_ : float
+        Seconds DeriveRS took (when the set was computed; see ``rs_from_cache_``).
+    rs_from_cache_ : bool
+        Whether the representative set came from the cache.
+    max_residual_ : float
+        Largest squared kernel distance from a training point to its
+        representation (``<= epsilon``).
+    gamma_ : float
+        The resolved kernel width.
+    """
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        kernel: str = "rbf",
+        gamma: float | str = "scale",
+        degree: int = 3,
+        coef0: float = 0.0,
+        epsilon: float = aesvm.DEFAULT_EPSILON,
+        P: int = aesvm.DEFAULT_P,
+        V: int = aesvm.DEFAULT_V,
+        segmentation: str = "fls2",
+        class_weight=None,
+        cache_representative_set: bool = True,
+        tol: float = 1e-3,
+        cache_size: float = 200,
+        shrinking: bool = True,
+        max_iter: int = -1,
+        decision_function_shape: str = "ovr",
+        break_ties: bool = False,
+        random_state=None,
+    ):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.epsilon = epsilon
+        self.P = P
+        self.V = V
+        self.segmentation = segmentation
+        self.class_weight = class_weight
+        self.cache_representative_set = cache_representative_set
+        self.tol = tol
+        self.cache_size = cache_size
+        self.shrinking = shrinking
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self) -> None:
+        check_positive("C", self.C)
+        check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0)
+        if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, (int, float, np.floating)) or not (
+            np.isfinite(self.epsilon) and self.epsilon >= 0
+        ):
+            raise ValueError(f"epsilon must be a finite number >= 0; got {self.epsilon!r}")
+        for name in ("P", "V"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+        if self.V > self.P:
+            raise ValueError(f"V must be <= P; got P={self.P!r}, V={self.V!r}")
+        check_choice("segmentation", self.segmentation, aesvm.SEGMENTATIONS)
+        check_positive("tol", self.tol)
+        check_positive("cache_size", self.cache_size)
+        check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y, sample_weight=None):
+        """Derive the representative set (or reuse it) and train the weighted SVM on it.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample multipliers of C.  They enter beta (``beta_t = sum_i
+            s_i gamma^i_t``); zero means "ignore this sample".
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
+        )
+        check_finite_input(X)
+        check_classification_targets(y)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if not np.all(np.isfinite(sample_weight)):
+            raise ValueError("sample_weight contains NaN or infinity")
+        rows = np.flatnonzero(sample_weight > 0)
+        if len(rows) == 0:
+            raise ValueError("sample_weight is zero for every sample; nothing to train on")
+        classes, y_index = np.unique(y, return_inverse=True)
+        if len(np.unique(y_index[rows])) < 2:
+            raise ValueError(
+                "The training data must contain samples of at least 2 classes; got only one class "
+                f"({classes[y_index[rows]][0]!r})"
+            )
+        X_kept = X if len(rows) == X.shape[0] else X[rows]
+        self.gamma_ = resolve_gamma(self.gamma, X_kept)
+        self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+
+        rs = self._representative_set(X_kept, y_index[rows], sample_weight[rows])
+        order = np.argsort(rs.indices)  # train SVC on the rows in data order, as SVC would see them
+        rep_rows = rows[rs.indices[order]]
+        weights = rs.beta[order] * class_weight_per_sample(self.class_weight, classes, y[rep_rows])
+        self.svm_ = SVC(
+            C=float(self.C), kernel=self.kernel, gamma=self.gamma_, degree=int(self.degree), coef0=float(self.coef0),
+            tol=float(self.tol), cache_size=float(self.cache_size), shrinking=bool(self.shrinking),
+            max_iter=int(self.max_iter), decision_function_shape=self.decision_function_shape,
+            break_ties=bool(self.break_ties),
+        )
+        self.svm_.fit(X[rep_rows], y[rep_rows], sample_weight=weights)
+        self._sparse_fit = sp.issparse(X)
+
+        self.classes_ = self.svm_.classes_
+        self.support_ = rep_rows[self.svm_.support_]
+        self.support_vectors_ = self.svm_.support_vectors_
+        self.n_support_ = self.svm_.n_support_
+        self.dual_coef_ = self.svm_.dual_coef_
+        self.intercept_ = self.svm_.intercept_
+        self.fit_status_ = self.svm_.fit_status_
+        self.n_iter_ = self.svm_.n_iter_
+        self.representative_set_ = rs
+        self.rs_size_per_class_ = rs.size_per_class.copy()
+        self.rs_fraction_ = rs.fraction
+        self.derive_time_ = rs.derive_time
+        self.max_residual_ = rs.max_residual
+        return self
+
+    def _representative_set(self, X, y_index: np.ndarray, sample_weight: np.ndarray) -> aesvm.RepresentativeSet:
+        """DeriveRS on the kept rows, or the cached result for identical inputs."""
+        key = None
+        if self.cache_representative_set:
+            params = (self._kernel_spec, float(self.epsilon), int(self.P), int(self.V), self.segmentation)
+            key = data_fingerprint(X, y_index, sample_weight) + repr(params)
+            found = _cache_get(key)
+            if found is not None:
+                self.rs_from_cache_ = True
+                return found
+        # called through the module so that tests can count the calls
+        rs = aesvm.derive_representative_set(
+            X, y_index, self._kernel_spec, epsilon=float(self.epsilon), P=int(self.P), V=int(self.V),
+            segmentation=self.segmentation, sample_weight=sample_weight,
+        )
+        self.rs_from_cache_ = False
+        if key is not None:
+            _cache_put(key, rs)
+        return rs
+
+    # ----------------------------------------------------------------- predict
+    def _validate_predict(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
+        check_finite_input(X)
+        return X
+
+    def _apply(self, method: str, X):
+        """Call ``svm_.<method>``; SVC rejects sparse input on a dense fit, so densify in blocks."""
+        X = self._validate_predict(X)
+        call = getattr(self.svm_, method)
+        if sp.issparse(X) and not self._sparse_fit:
+            parts = [call(X[start : start + PREDICT_BLOCK_ROWS].toarray())
+                     for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS)]
+            return np.concatenate(parts, axis=0)
+        return call(X)
+
+    def decision_function(self, X) -> np.ndarray:
+        """``SVC.decision_function`` of the model trained on the representative set."""
+        return self._apply("decision_function", X)
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels, as ``SVC.predict``."""
+        return self._apply("predict", X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
