@@ -32,6 +32,7 @@ import math
 import os
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,9 @@ def load_model(path: str | os.PathLike):
 
     The format is recognized from the file's content, not its name.  A LIBSVM
     model (also one written by LIBSVM itself) becomes a CoreSVC that predicts
-    like it; its training indices ``support_`` are unknown and set to -1.
+    like it; its training indices ``support_`` are unknown and set to -1.  Its
+    classes are sorted, so a voting tie between three or more classes goes to the
+    lowest label, where LIBSVM picks the label it saw first in training.
 
     Parameters
     ----------
@@ -289,7 +292,7 @@ def _read_metadata(archive: zipfile.ZipFile, path: Path) -> dict:
         text = archive.read(METADATA_MEMBER)
     except KeyError:
         raise ModelFormatError(f"{path}: not a coresvm model archive (no {METADATA_MEMBER})") from None
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as error:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
         raise ModelFormatError(f"{path}: corrupt model file ({error})") from None
     try:
         metadata = json.loads(text)
@@ -326,7 +329,7 @@ def _load_native(path: Path):
                 setattr(model, name, _decode(value, archive))
         except ModelFormatError:
             raise
-        except (KeyError, TypeError, AttributeError, IndexError, zipfile.BadZipFile, EOFError, OSError,
+        except (KeyError, TypeError, AttributeError, IndexError, zipfile.BadZipFile, zlib.error, EOFError, OSError,
                 ValueError) as error:
             raise ModelFormatError(f"{path}: corrupt model file ({type(error).__name__}: {error})") from None
     _check_consistent(model, path)
