@@ -621,7 +621,7 @@ def _same_number(label, text: str) -> bool:
 
 
 def _preprocess_argv(argv: list[str]) -> list[str]:
-    """LIBSVM spellings argparse cannot take directly: ``-wLABEL W`` and ``-h 0|1``."""
+    """Spellings argparse cannot take directly: LIBSVM's ``-wLABEL W`` and ``-h 0|1``, negative log2 ranges."""
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -629,6 +629,10 @@ def _preprocess_argv(argv: list[str]) -> list[str]:
         match = re.fullmatch(r"-w(\S+)", token)
         if match and i + 1 < len(argv):
             out += ["--class-weight", f"{match.group(1)}={argv[i + 1]}"]
+            i += 2
+            continue
+        if token in ("--log2c", "--log2g") and i + 1 < len(argv):
+            out.append(f"{token}={argv[i + 1]}")  # a range like -5,15,2 would look like an option to argparse
             i += 2
             continue
         if token == "-h" and i + 1 < len(argv) and argv[i + 1] in ("0", "1"):
@@ -640,11 +644,15 @@ def _preprocess_argv(argv: list[str]) -> list[str]:
 
 
 def _data_path(args: argparse.Namespace) -> str:
+    """The data file: the first positional argument, or gsvm's ``-I FILE`` (then a lone positional is the model)."""
+    if args.input is not None and args.data is not None:
+        if getattr(args, "model", "absent") is None:
+            args.model, args.data = args.data, None
+        elif args.data != args.input:
+            raise UsageError(f"two data files given: {args.data} and -I {args.input}")
     path = args.data or args.input
     if path is None:
         raise UsageError("no data file given")
-    if args.data and args.input and args.data != args.input:
-        raise UsageError(f"two data files given: {args.data} and -I {args.input}")
     return path
 
 
@@ -715,8 +723,9 @@ def _predict(args: argparse.Namespace) -> int:
         if args.b_letter == "1":
             raise UsageError("-b 1: probability estimates are not supported")
         raise UsageError(f"-b takes 0 (no probability estimates); got {args.b_letter!r}")
-    if not Path(args.model).exists():
-        raise UsageError(f"file not found: {args.model}")
+    for path in (args.data, args.model):
+        if not Path(path).exists():
+            raise UsageError(f"file not found: {path}")
     model = model_io.load_model(args.model)
     X, y = read_data(args.data, args.matrix_type or "auto", labels=not args.no_labels)
     n = model.n_features_in_
