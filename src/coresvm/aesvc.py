@@ -68,6 +68,15 @@ def data_fingerprint(X, y: np.ndarray, sample_weight: np.ndarray) -> str:
     return digest.hexdigest()
 
 
+def _int32_csr(X):
+    """SVC's libsvm takes CSR with 32-bit indices only; convert when the indices fit (they always do in practice)."""
+    if not sp.issparse(X) or (X.indices.dtype == np.int32 and X.indptr.dtype == np.int32):
+        return X
+    if X.nnz >= 2**31 or X.shape[1] >= 2**31:
+        raise ValueError("sparse input with 2^31 or more stored values is not supported by SVC")
+    return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+
+
 class AESVC(ClassifierMixin, BaseEstimator):
     """C-SVC trained on approximate extreme points (AESVM; Nandan et al., JMLR 2014; seed 003).
 
@@ -129,6 +138,9 @@ class AESVC(ClassifierMixin, BaseEstimator):
     break_ties : bool, default=False
         As in ``SVC``: more than two classes are handled one-vs-one (each class's
         representatives are the same in every pair, so one set serves all pairs).
+    n_jobs : int or None, default=None
+        Threads for DeriveRS (segments in parallel; None means 1).  The final
+        SVC is single-threaded.
     random_state : int, RandomState or None, default=None
         Unused by the deterministic DeriveRS; kept for API compatibility.
 
@@ -174,6 +186,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
         max_iter: int = -1,
         decision_function_shape: str = "ovr",
         break_ties: bool = False,
+        n_jobs: int | None = None,
         random_state=None,
     ):
         self.C = C
@@ -193,6 +206,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.decision_function_shape = decision_function_shape
         self.break_ties = break_ties
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     # ------------------------------------------------------------------ checks
@@ -262,7 +276,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
             max_iter=int(self.max_iter), decision_function_shape=self.decision_function_shape,
             break_ties=bool(self.break_ties),
         )
-        self.svm_.fit(X[rep_rows], y[rep_rows], sample_weight=weights)
+        self.svm_.fit(_int32_csr(X[rep_rows]), y[rep_rows], sample_weight=weights)
         self._sparse_fit = sp.issparse(X)
 
         self.classes_ = self.svm_.classes_
@@ -293,7 +307,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
         # called through the module so that tests can count the calls
         rs = aesvm.derive_representative_set(
             X, y_index, self._kernel_spec, epsilon=float(self.epsilon), P=int(self.P), V=int(self.V),
-            segmentation=self.segmentation, sample_weight=sample_weight,
+            segmentation=self.segmentation, sample_weight=sample_weight, n_jobs=self.n_jobs,
         )
         self.rs_from_cache_ = False
         if key is not None:
@@ -315,7 +329,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
             parts = [call(X[start : start + PREDICT_BLOCK_ROWS].toarray())
                      for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS)]
             return np.concatenate(parts, axis=0)
-        return call(X)
+        return call(_int32_csr(X))
 
     def decision_function(self, X) -> np.ndarray:
         """``SVC.decision_function`` of the model trained on the representative set."""

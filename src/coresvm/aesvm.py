@@ -28,10 +28,12 @@ a block (at most ``P`` values) at a time, never an ``N x N`` matrix.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
+from threadpoolctl import threadpool_limits
 
 from .kernels import KernelSpec, kernel_block, kernel_diagonal, squared_norms
 from .problem import SimplexProblem
@@ -46,7 +48,7 @@ SEGMENTATIONS = ("fls2", "fls1")
 # the mu of a covered point is refined (step 6).  A check that hits the cap undecided is
 # treated as "not covered", which can only add representatives, never break the eps bound.
 CHECK_MAX_ITER = 2_000
-CHECK_GAP_FRACTION = 0.1  # refine mu until its duality gap is below 0.1 * eps
+CHECK_GAP_FRACTION = 1.0  # refine a covered point's mu until it is within eps of the optimum
 # SphereSet (the segment's minimum enclosing ball): relative duality gap and iteration cap.
 MEB_TOL = 1e-4
 MEB_MAX_ITER = 20_000
@@ -262,7 +264,9 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
     * ``decide`` and ``f(a) - gap > eps``: no point of the simplex reaches
       ``eps``; stop, not covered;
     * ``decide``, ``stop_when_covered`` and ``f(a) <= eps``: stop, covered;
-    * ``gap <= gap_abs + gap_rel * |f|``: converged.
+    * ``gap <= gap_abs + gap_rel * |f|``: converged -- but while deciding only
+      once ``f(a) <= eps``, so a coverable point is never rejected because
+      the tolerance was reached first (only ``max_iter`` can do that).
 
     Returns ``(f, n_iter)`` with ``f`` recomputed exactly from the final
     weights (no drift of the incremental ``H a``); ``alpha[:n_cand]`` holds them.
@@ -304,8 +308,10 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
                 break
             if f - gap > eps:
                 break
-        if gap <= gap_abs + gap_rel * abs(f) or s == v:
-            break
+        if s == v or gap <= 1e-15 * (1.0 + abs(f)):
+            break  # optimal to rounding
+        if gap <= gap_abs + gap_rel * abs(f) and not (decide and f > eps):
+            break  # converged; while deciding, f > eps is never left undecided by the tolerance
         cs = cand[s]
         cv = cand[v]
         curvature = K[cs, cs] + K[cv, cv] - 2.0 * K[cs, cv]
@@ -461,7 +467,7 @@ def sphere_sort(K: np.ndarray, alpha: np.ndarray, points: np.ndarray) -> np.ndar
 
 
 @njit(cache=True, nogil=True)
-def _derive_ae(K, on_sphere, order, eps, weights, max_iter, store_gamma, gamma):
+def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_gamma, gamma):
     """DeriveAE steps 1-7 on one segment's kernel block, with the eps-coverage enforced.
 
     ``on_sphere`` marks SphereSet (step 1), ``order`` is SphereSort of the rest
@@ -512,12 +518,12 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, store_gamma, gamma):
             n_reps += 1
             is_rep[cand[q]] = True
     # Steps 5-7: every other point gets its convex weights mu over X* (refined to a duality gap
-    # of CHECK_GAP_FRACTION * eps); a point whose residual stays above eps is promoted into X*
+    # of gap_fraction * eps); a point whose residual stays above eps is promoted into X*
     # (fix of caveat (b)), so every residual is <= eps.  Points are taken farthest-first.
     beta = np.zeros(n)
     residual = np.zeros(n)
     n_promoted = 0
-    gap_target = 0.1 * eps
+    gap_target = gap_fraction * eps
     for p in range(order.shape[0]):  # SphereSet points are never pruned: they are all in X*
         x = order[p]
         if is_rep[x]:
@@ -609,7 +615,7 @@ def derive_ae(K: np.ndarray, eps: float = DEFAULT_EPSILON, weights: np.ndarray |
     order = sphere_sort(K, alpha, np.flatnonzero(~on_sphere).astype(np.int64))
     gamma = np.zeros((n, n) if return_gamma else (1, 1))
     is_rep, beta, residual, n_psi, n_pruned, n_promoted = _derive_ae(
-        K, on_sphere, order, float(eps), weights, int(max_iter), bool(return_gamma), gamma
+        K, on_sphere, order, float(eps), weights, int(max_iter), float(CHECK_GAP_FRACTION), bool(return_gamma), gamma
     )
     reps = np.flatnonzero(is_rep)
     return SegmentResult(reps, beta[reps], residual, int(on_sphere.sum()), int(n_psi), int(n_pruned),
@@ -636,7 +642,7 @@ def segment_class(X, rows: np.ndarray, spec: KernelSpec, P: int, V: int, segment
 def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_EPSILON, P: int = DEFAULT_P,
                               V: int = DEFAULT_V, segmentation: str = "fls2",
                               sample_weight: np.ndarray | None = None, meb_solver: str = "dense",
-                              seed: int = 0) -> RepresentativeSet:
+                              seed: int = 0, n_jobs: int | None = None) -> RepresentativeSet:
     """DeriveRS: the representative set of approximate extreme points and its weights (seed 003 Sec. 4).
 
     1. Split the rows by class (so every segment satisfies eq. 5: one label).
@@ -674,6 +680,9 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
     seed : int
         Seed of the engine's initial points (meb_solver='engine' only; the
         rest of DeriveRS is deterministic).
+    n_jobs : int or None, default=None
+        Threads working on segments in parallel (None: 1).  The result does
+        not depend on it.
 
     Returns
     -------
@@ -697,13 +706,23 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
     rep_parts, beta_parts = [], []
     size_per_class = np.zeros(len(classes), dtype=np.int64)
     counts = {"segments": 0, "sphere_set": 0, "psi": 0, "pruned": 0, "promoted": 0}
+    def one_segment(segment: np.ndarray) -> SegmentResult:
+        X_seg = X[segment]
+        K = kernel_block(X_seg, X_seg, spec, norms[segment], norms[segment])
+        K[np.diag_indices_from(K)] = diag[segment]
+        return derive_ae(K, epsilon, weights[segment], meb_solver, X_seg, spec, seed)
+
+    n_jobs = max(1, int(n_jobs or 1))
     for c in range(len(classes)):
-        rows = np.flatnonzero(y_index == c)
-        for segment in segment_class(X, rows, spec, int(P), int(V), segmentation, norms, diag):
-            X_seg = X[segment]
-            K = kernel_block(X_seg, X_seg, spec, norms[segment], norms[segment])
-            K[np.diag_indices_from(K)] = diag[segment]
-            result = derive_ae(K, epsilon, weights[segment], meb_solver, X_seg, spec, seed)
+        segments = segment_class(X, np.flatnonzero(y_index == c), spec, int(P), int(V), segmentation, norms, diag)
+        if n_jobs == 1:
+            results = map(one_segment, segments)
+        else:
+            # segments are independent; the compiled DeriveAE releases the GIL, and BLAS is held to
+            # one thread per worker so the workers do not oversubscribe the cores
+            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(n_jobs) as pool:
+                results = list(pool.map(one_segment, segments))
+        for segment, result in zip(segments, results, strict=True):
             segment_of[segment] = counts["segments"]
             residual[segment] = result.residual
             rep_parts.append(segment[result.representatives])
