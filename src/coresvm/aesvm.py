@@ -456,7 +456,8 @@ def sphere_sort(K: np.ndarray, alpha: np.ndarray, points: np.ndarray) -> np.ndar
 
     ``||phi(x_i) - c||^2 = K_ii - 2 (K a)_i + a'Ka`` with ``c = sum_j a_j phi(x_j)``.
     """
-    Ka = K @ alpha
+    support = np.flatnonzero(alpha)  # the MEB is sparse: only its support's columns are needed
+    Ka = K[:, support] @ alpha[support]
     distance = np.diag(K) - 2.0 * Ka + alpha @ Ka
     return points[np.argsort(-distance[points], kind="stable")]
 
@@ -715,13 +716,15 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
     n_jobs = max(1, int(n_jobs or 1))
     for c in range(len(classes)):
         segments = segment_class(X, np.flatnonzero(y_index == c), spec, int(P), int(V), segmentation, norms, diag)
-        if n_jobs == 1:
-            results = map(one_segment, segments)
-        else:
-            # segments are independent; the compiled DeriveAE releases the GIL, and BLAS is held to
-            # one thread per worker so the workers do not oversubscribe the cores
-            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(n_jobs) as pool:
-                results = list(pool.map(one_segment, segments))
+        # BLAS is held to one thread: the blocks (V x V from V x D) are too small to gain from more,
+        # and its idle threads would compete with the segment workers.  Segments are independent and
+        # the compiled DeriveAE releases the GIL, so n_jobs threads work on them in parallel.
+        with threadpool_limits(1, user_api="blas"):
+            if n_jobs == 1:
+                results = [one_segment(segment) for segment in segments]
+            else:
+                with ThreadPoolExecutor(n_jobs) as pool:
+                    results = list(pool.map(one_segment, segments))
         for segment, result in zip(segments, results, strict=True):
             segment_of[segment] = counts["segments"]
             residual[segment] = result.residual
