@@ -245,14 +245,14 @@ def test_core_set_inner_solve_honours_max_time():
 
 
 def test_core_set_with_float32_gram_is_within_tol_of_the_optimum():
-    """At tol >= 1e-5 the core set's Gram is float32; the objective is still within tol."""
+    """At tol >= 1e-3 the core set's Gram is float32; the objective is still within tol."""
     problem = make_problem(m=150, lam=0.0)
     _, f_star, Q = exact_solution(problem)
-    result = run_engine(problem, SolverOptions(core_set=True, n_candidates=150, max_add=20, tol=1e-4, seed=0))
+    result = run_engine(problem, SolverOptions(core_set=True, n_candidates=150, max_add=20, tol=1e-3, seed=0))
     alpha = dense_alpha(result, problem.n_points)
     assert result.status == "converged"
     assert alpha.sum() == pytest.approx(1.0, abs=1e-12)
-    assert problem.objective(alpha, Q) - f_star <= 1e-4 * problem.objective(alpha, Q)
+    assert problem.objective(alpha, Q) - f_star <= 1e-3 * problem.objective(alpha, Q)
     assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-12)  # recomputed in float64
 
 

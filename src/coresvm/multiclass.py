@@ -24,16 +24,22 @@ class BinaryModel:
     info: dict
 
     @classmethod
-    def from_solution(cls, rows, result, signs, bias: bool) -> BinaryModel:
+    def from_solution(cls, rows, result, signs, bias: bool, bias_value: float | None = None) -> BinaryModel:
         """Scale the simplex solution by the margin ``rho = a'Qa``.
 
         The L2-SVM decision ``h(x) = sum a_i y_i (k(x_i, x) + 1)`` (seed 000
         eq. 13) has margin ``rho``; dividing by it gives SVC's scale, where
-        margin points have ``y h(x) = 1 - xi_i / rho``.
+        margin points have ``y h(x) = 1 - xi_i / rho``.  ``bias_value`` replaces
+        the theoretic ``b = sum a_i y_i`` (e.g. the KKT average).
         """
         rho = result.squared_norm if result.squared_norm > 0 else 1.0
         coef = result.alpha * signs / rho
-        intercept = float(coef.sum()) if bias else 0.0
+        if not bias:
+            intercept = 0.0
+        elif bias_value is not None:
+            intercept = float(bias_value) / rho
+        else:
+            intercept = float(coef.sum())
         info = result.as_record()
         info["rho"] = rho
         return cls(np.asarray(rows, dtype=np.int64), coef, intercept, info)

@@ -38,6 +38,7 @@ from .kernels import (
     kernel_block,
     kernel_diagonal,
     kernel_from_dot,
+    kernel_product,
     n_features,
     row_to_dense,
     squared_norms,
@@ -207,3 +208,16 @@ def _weighted_rows_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, b
         for t in range(n_targets):
             acc += row[t] * weights[t]
         out[p] = acc
+
+
+def kkt_bias(problem: SimplexProblem, support: np.ndarray, alpha: np.ndarray, w2: float) -> float:
+    """The bias averaged from the KKT conditions over the SVs (seed 004 eq. 5.24).
+
+    Every SV has ``g_i = ||c||^2``, i.e. ``y_i (f_i + b) + a_i / C_i = ||c||^2`` with
+    ``f_i = sum_j a_j y_j k(x_i, x_j)``; so ``b = y_i (||c||^2 - a_i / C_i) - f_i``,
+    averaged over the SVs.  At the optimum it equals ``sum_i a_i y_i``.
+    """
+    signed = alpha * problem.y[support]
+    X_support = problem.X[support]
+    f = kernel_product(X_support, X_support, problem.kernel, signed, problem.norms[support], problem.norms[support])
+    return float(np.mean(problem.y[support] * (w2 - alpha * problem.inv_c[support]) - f))

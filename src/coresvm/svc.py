@@ -22,14 +22,20 @@ from ._validation import (
 )
 from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
 from .multiclass import BinaryModel, OneVsOneLayout
-from .problem import SimplexProblem
+from .problem import SimplexProblem, kkt_bias
 from .solvers.core_set import core_set_capacity
 from .solvers.driver import SolverOptions, run_engine
 from .solvers.engine import SECOND_VERTEX_RULES
+from .solvers.geometric import STOPPING_RULES
 
 FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
 # core-set solvers: (candidates scored per round, violators added per round)
 CORE_SET_SOLVERS = {"cvm": (59, 1), "coreset": (10_000, 300)}
+BALL_SOLVERS = ("bvm", "sphere", "mnsvm")  # solvers/geometric.py
+MEB_SOLVERS = ("cvm", "bvm", "sphere")  # need a constant k~(x, x)
+BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws, up to 10 times
+BIAS_RULES = ("theoretic", "kkt", "none")
+SAMPLING_MODES = ("uniform", "stratified")
 SEARCH_MODES = ("auto", "full", "random")
 # With at most this many points (per binary problem) 'auto' scans the full gradient.
 AUTO_FULL_SEARCH_MAX_POINTS = 20_000
@@ -63,7 +69,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Degree of the 'poly' kernel ``(gamma <x, x'> + coef0)^degree``.
     coef0 : float, default=0.0
         Independent term of 'poly' and 'sigmoid'.
-    solver : {'coreset', 'cvm', 'fw', 'mfw', 'swap', 'partan'}, default='coreset'
+    solver : {'coreset', 'cvm', 'bvm', 'sphere', 'mnsvm', 'fw', 'mfw', 'swap', 'partan'}, default='coreset'
         'cvm' is the Core Vector Machine (seed 002): each round scores
         ``n_candidates`` random points (59), adds the ``batch_size`` (1) worst
         violators to the core set and re-solves the problem on the core set
@@ -74,7 +80,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         away steps (points can be dropped); 'swap' the pairwise step, taken
         when it beats the FW step; 'partan' FW plus a parallel-tangent step
         (seed 001).  'swap' and 'mfw' converge linearly near the solution;
-        'fw' and 'partan' only sublinearly.
+        'fw' and 'partan' only sublinearly.  The gsvm family (seed 004) moves
+        toward one sampled violator per iteration: 'bvm' the Ball Vector
+        Machine (ball steps with the fixed radius ``sqrt(k(x,x) + 1 + 1/C)``,
+        SVs never leave), 'sphere' SphereSVM (two-point ball steps; an SV can
+        leave) and 'mnsvm' the minimal-norm SVM (MDM steps).  'cvm', 'bvm' and
+        'sphere' solve a minimum enclosing ball and need a constant
+        ``k(x, x)`` (the RBF kernel, one C for every sample); 'mnsvm' and the
+        Frank-Wolfe family take any kernel and weights.
     search : {'auto', 'full', 'random'}, default='auto'
         Vertex search.  'full' scans the whole gradient (kept for all points,
         one kernel column per step, LRU-cached); 'random' takes the best of
@@ -99,15 +112,40 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     cache_size : float, default=200
         Memory budget in MB for kernel values: the LRU kernel-column cache of
         the full-search solvers, or the core set's Gram matrix for 'coreset'
-        and 'cvm' (float32 when ``tol >= 1e-5``: 200 MB hold a core set of 7240
+        and 'cvm' (float32 when ``tol >= 1e-3``: 200 MB hold a core set of 7240
         points; when it is full the fit stops with a ``ConvergenceWarning``).
     class_weight : dict, 'balanced' or None, default=None
         Multiplies C per class.
-    bias : bool, default=True
-        Whether the model has a bias term (``b = sum_i a_i y_i``); False gives
-        the no-bias machine, ``intercept_ == 0``.
+    bias : {'theoretic', 'kkt', 'none'} or bool, default='theoretic'
+        The bias rule (gsvm ``-b``, seed 004 sec. 5.5).  'theoretic':
+        ``b = sum_i a_i y_i`` (eq. 5.20).  'kkt': the KKT average over the SVs,
+        ``b = mean_i [y_i (||c||^2 - a_i / C_i) - sum_j a_j y_j k(x_i, x_j)]``
+        (eq. 5.24), less sensitive to a rough solution.  'none': the no-bias
+        machine (the kernel without its ``+1``), ``intercept_ == 0``.  True and
+        False mean 'theoretic' and 'none'.
     eta : float, default=1.0
         Over-relaxation factor in [1, 2) applied to every line-search step.
+    stopping : {'mn', 'adjmn', 'meb'} or None, default=None
+        Stopping rule of 'bvm', 'sphere' and 'mnsvm' (gsvm ``-p``, seed 004
+        sec. 2.10): a sampled point violates when ``(||c||^2 - g_i) / ||c||^2 >
+        eps`` ('mn'), ``(||c||^2 - g_i) / (||c|| ||x~_i||) > eps`` ('adjmn') or
+        ``||c - x~_i|| > (1 + eps) R^`` ('meb').  None: 'meb' for 'bvm' and
+        'sphere', 'adjmn' for 'mnsvm' (gsvm's default).  The other solvers
+        stop on ``tol``.
+    eps : float or None, default=None
+        Final eps of that rule; None is gsvm's default: 1e-3 for 'mn' and
+        'adjmn', LibCVM's heuristic (seed 004 eq. 7.3) for 'meb'.
+    multiscale : bool, default=True
+        Solve for eps = 1/2, 1/4, ... down to exactly ``eps``, warm-starting
+        each stage from the last (seed 004 Alg. 5).
+    draws : int or None, default=None
+        Violator search of 'bvm', 'sphere' and 'mnsvm': at most this many random
+        points are tried per iteration; 'sphere' and 'mnsvm' take the first that
+        violates (gsvm ``-d``, default 600), 'bvm' the worst of each 59 (LibCVM's
+        "59 x 10", default 590).  No violator among them ends the eps stage.
+    sampling : {'uniform', 'stratified'}, default='uniform'
+        How random candidates are drawn by the sampling solvers: uniformly, or
+        gsvm's "fair" draw (a class first, then a point of it; gsvm ``-s``).
     second_vertex : {'mdm', 'imdm', 'gmdm'}, default='imdm'
         How a pairwise step ('swap') picks the point it takes weight from:
         'mdm' the active point with the largest gradient; 'imdm' the one whose
@@ -173,8 +211,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         max_time: float | None = None,
         cache_size: float = 200,
         class_weight=None,
-        bias: bool = True,
+        bias: str | bool = "theoretic",
         eta: float = 1.0,
+        stopping: str | None = None,
+        eps: float | None = None,
+        multiscale: bool = True,
+        draws: int | None = None,
+        sampling: str = "uniform",
         second_vertex: str = "imdm",
         gmdm_k: float = 0.5,
         n_candidates: int | None = None,
@@ -200,6 +243,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.class_weight = class_weight
         self.bias = bias
         self.eta = eta
+        self.stopping = stopping
+        self.eps = eps
+        self.multiscale = multiscale
+        self.draws = draws
+        self.sampling = sampling
         self.second_vertex = second_vertex
         self.gmdm_k = gmdm_k
         self.n_candidates = n_candidates
@@ -212,7 +260,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _solver_names(self):
-        return {**FRANK_WOLFE_SOLVERS, **{name: name for name in CORE_SET_SOLVERS}}
+        return {**FRANK_WOLFE_SOLVERS, **{name: name for name in (*CORE_SET_SOLVERS, *BALL_SOLVERS)}}
 
     def _check_params(self) -> None:
         check_positive("C", self.C)
@@ -238,6 +286,24 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{name} must be None or an integer >= 1; got {value!r}")
         check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
         check_choice("second_vertex", self.second_vertex, SECOND_VERTEX_RULES)
+        if not isinstance(self.bias, bool):
+            check_choice("bias", self.bias, BIAS_RULES)
+        if self.stopping is not None:
+            check_choice("stopping", self.stopping, STOPPING_RULES)
+        if self.eps is not None:
+            check_positive("eps", self.eps)
+            if self.eps >= 1:
+                raise ValueError(f"eps must be in (0, 1); got {self.eps!r}")
+        if self.draws is not None and (isinstance(self.draws, bool) or not isinstance(self.draws, (int, np.integer))
+                                       or self.draws < 1):
+            raise ValueError(f"draws must be None or an integer >= 1; got {self.draws!r}")
+        check_choice("sampling", self.sampling, SAMPLING_MODES)
+        if self.solver in MEB_SOLVERS and not KernelSpec(self.kernel).has_constant_diagonal:
+            raise ValueError(
+                f"solver={self.solver!r} solves a minimum enclosing ball, which needs a constant k(x, x); "
+                f"kernel={self.kernel!r} does not have one. Use kernel='rbf', or solver='mnsvm', 'coreset' or a "
+                "Frank-Wolfe solver, which take any kernel."
+            )
         if not isinstance(self.gmdm_k, (int, float, np.floating)) or not (0.0 <= self.gmdm_k <= 1.0):
             raise ValueError(f"gmdm_k must be in [0, 1]; got {self.gmdm_k!r}")
         if isinstance(self.n_init, bool) or not isinstance(self.n_init, (int, np.integer)) or self.n_init < 2:
@@ -248,14 +314,18 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         verbose = float(self.verbose) if not isinstance(self.verbose, bool) else (1.0 if self.verbose else 0.0)
         core_set = self.solver in CORE_SET_SOLVERS
         candidates, batch = CORE_SET_SOLVERS.get(self.solver, (59, 1))
+        ball = self.solver in BALL_SOLVERS
+        default_stopping = "adjmn" if self.solver == "mnsvm" else "meb"
+        probe = BVM_PROBE if self.solver == "bvm" else 1
         return SolverOptions(
             core_set=core_set,
             n_candidates=int(self.n_candidates or candidates),
             max_add=int(self.batch_size or batch),
-            step_rule="mdm" if core_set else self._solver_names()[self.solver],
+            step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
             second_vertex=self.second_vertex,
             gmdm_k=float(self.gmdm_k),
             sample_size=0 if full else int(min(self.sample_size, n_points)),
+            stratified=self.sampling == "stratified",
             tol=float(self.tol),
             max_iter=int(self.max_iter) if self.max_iter is not None else 10_000_000,
             max_time=float(time_share),
@@ -264,7 +334,19 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             cache_bytes=int(self.cache_size * 2**20),
             n_init=int(self.n_init),
             verbose=verbose,
+            ball_rule=self.solver if ball else "",
+            stopping=self.stopping or default_stopping,
+            eps=None if self.eps is None else float(self.eps),
+            draws=int(self.draws or (BVM_PROBE * BVM_TRIES if self.solver == "bvm" else 600)),
+            probe=probe,
+            multiscale=bool(self.multiscale),
         )
+
+    @property
+    def _bias_rule(self) -> str:
+        if isinstance(self.bias, bool):
+            return "theoretic" if self.bias else "none"
+        return self.bias
 
     def _validate_fit_input(self, X, y, sample_weight):
         X, y = validate_data(
@@ -329,7 +411,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     def _fit_binary(self, X, rows, signs, C_rows, rng, time_share: float) -> BinaryModel:
         X_rows = X if len(rows) == X.shape[0] else X[rows]
-        problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bool(self.bias), lam=0.0)
+        if self.solver in MEB_SOLVERS and np.ptp(C_rows) > 0:
+            raise ValueError(
+                f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
+                "sample_weight or class_weight make C vary. Use solver='mnsvm' or 'coreset' with weights."
+            )
+        bias_rule = self._bias_rule
+        problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bias_rule != "none", lam=0.0)
         options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_share)
         result = run_engine(problem, options)
         if result.status == "core_set_full":
@@ -347,7 +435,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        return BinaryModel.from_solution(rows[result.support], result, signs[result.support], self.bias)
+        intercept = None
+        if bias_rule == "kkt":
+            intercept = kkt_bias(problem, result.support, result.alpha, result.squared_norm)
+        return BinaryModel.from_solution(rows[result.support], result, signs[result.support], bias_rule != "none",
+                                         intercept)
 
     def _set_fitted_attributes(self, X, y_index, models) -> None:
         layout = OneVsOneLayout.build(models, y_index, len(self.classes_))

@@ -9,8 +9,9 @@ import numpy as np
 
 from ..cache import ColumnCache
 from ..problem import SimplexProblem
-from .core_set import solve_core_set
+from .core_set import CoreSetState, _exact_gradient, solve_core_set
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
+from .geometric import BALL_RULES, STOPPING_RULES, default_eps, multiscale_schedule, solve_ball
 
 
 @dataclass
@@ -39,6 +40,13 @@ class SolverOptions:
     max_add: int = 1
     inner_steps_per_point: int = 1000
     inner_gap_ratio: float = 0.1
+    # gsvm family (solvers/geometric.py)
+    ball_rule: str = ""  # 'bvm', 'sphere' or 'mnsvm'; '' for the engine / core-set solvers
+    stopping: str = "adjmn"
+    eps: float | None = None  # None: gsvm's default for the stopping rule
+    draws: int = 600
+    probe: int = 1  # candidates per try of the violator search (BVM: 59)
+    multiscale: bool = True
 
 
 @dataclass
@@ -119,6 +127,8 @@ def run_engine(
     init_alpha = np.ascontiguousarray(init_alpha, dtype=np.float64)
     init_alpha = init_alpha / init_alpha.sum()
 
+    if options.ball_rule:
+        return _run_ball(problem, options, rng, int(init_idx[0]))
     if options.core_set:
         return _run_core_set(problem, options, rng, init_idx, init_alpha)
     full = options.sample_size <= 0
@@ -187,3 +197,32 @@ def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
         problem, options, rng, init_idx, init_alpha
     )
     return _result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start, rounds=int(rounds))
+
+
+def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
+    """The final eps of a gsvm-family run: given, or gsvm's default for the stopping rule."""
+    if options.eps is not None:
+        return float(options.eps)
+    C = float(np.median(1.0 / problem.inv_c))
+    return default_eps(options.stopping, float(np.median(problem.diag)), C)
+
+
+def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
+    eps = ball_eps(problem, options)
+    stages = np.array(multiscale_schedule(eps) if options.multiscale else [eps])
+    gram = CoreSetState.within_budget(options.cache_bytes, eps).gram
+    strata_ptr, strata_order = _strata(problem.y, options.stratified)
+    start = time.perf_counter()
+    support, alpha, n_iter, w2, violation, status = solve_ball(
+        *problem.kernel_args(), problem.diag, np.int64(BALL_RULES[options.ball_rule]),
+        np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
+        np.int64(STOPPING_RULES[options.stopping]), stages, np.int64(options.draws), np.int64(options.probe),
+        float(options.eta), np.int64(options.max_iter), float(options.max_time), np.int64(rng.randint(0, 2**31 - 1)),
+        np.int64(init_point), strata_ptr, strata_order, gram, float(options.verbose),
+    )
+    keep = alpha > 0
+    support, alpha = support[keep], alpha[keep]
+    # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.
+    w2 = float(alpha @ _exact_gradient(problem, support, alpha))
+    return _result(support, alpha, n_iter, 2.0 * violation * w2, 2.0 * w2, status, w2,
+                   time.perf_counter() - start, rounds=len(stages))

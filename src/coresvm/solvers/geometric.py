@@ -1,0 +1,347 @@
+"""The gsvm family: BVM, SphereSVM and MNSVM, one violator at a time (seed 004 ch. 3-5).
+
+All three keep the solution ``c = sum_i a_i x~_i`` of the simplex problem as
+weights on a support-vector set, with ``g_i = x~_i . c = (Q a)_i`` on the SVs
+and ``w2 = ||c||^2 = a'Qa`` (seed 004 sec. 2.0).  One iteration:
+
+1. **violator search**: draw random candidates and compute their ``g`` against
+   the SVs; a candidate violates when ``g_i`` is below the stopping rule's
+   threshold (:func:`violation_threshold`).  BVM takes the worst of 59 draws,
+   up to 10 times (LibCVM's "59 x 10"); SphereSVM and MNSVM take the *first*
+   violator of up to ``draws`` draws (seed 004 sec. 5.1.2).  No violator: the
+   current eps stage is done.
+2. **step** toward the violator ``v`` (``c' = c + beta d``):
+
+   * BVM (seed 004 Alg. 2): ``d = x~_v - c``, ``beta = 1 - R^ / ||c - x~_v||``
+     with the fixed radius ``R^ = sqrt(k~(x, x))``; every weight shrinks.
+   * SphereSVM (Alg. 3): ``d = x~_v - x~_u``, ``beta`` the smaller root of
+     ``||c + beta d - x~_v|| = R^``, clipped at ``a_u`` so that ``u`` can leave.
+   * MNSVM (Alg. 4): ``d = x~_v - x~_u``, ``beta = (g_u - g_v) / ||d||^2``
+     (the sign of Alg. 4 line 5 is a misprint; eq. 5.31 is right), clipped at
+     ``a_u``.
+
+   ``u`` is chosen among the SVs by the MDM / IMDM / GMDM rule; over-relaxation
+   multiplies ``beta`` by ``eta`` before clipping (sec. 5.3).
+
+   The ball steps use the estimated radius ``R^``, and ``R^2 = R^2 + ||c||^2``
+   (seed 004 eq. 4.15): a point can violate the mn/adjmn rules while inside the
+   estimated ball, where the ball step is zero.  Such a violator gets the exact
+   line-search step instead (BVM: toward ``x~_v``; SphereSVM: the MNSVM step),
+   so every rule converges; with the ``meb`` rule the steps are the papers'.
+3. SphereSVM and MNSVM then take up to 20 SV-only updates (v = SV with the
+   smallest g, u by the same rule) once there are more than 400 SVs (gsvm).
+   Those use the MNSVM step: for a ``v`` inside the ball the sphere equation
+   has no positive root.
+
+The eps stages follow the multiscale schedule (Alg. 5 as gsvm runs it): 1/2,
+1/4, ... clamped so that the last stage is exactly ``eps``.
+
+The SVs' Gram matrix lives in memory, within the same byte budget as the core
+set of :mod:`~coresvm.solvers.core_set`; a candidate's row over the SVs is
+computed in a compiled loop when it is drawn, and kept if it joins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..problem import extended_row
+from .core_set import _compact_gram_in_place
+from .engine import (
+    SECOND_IMDM,
+    SECOND_MDM,
+    STATUS_CONVERGED,
+    STATUS_CORE_SET_FULL,
+    STATUS_MAX_ITER,
+    STATUS_MAX_TIME,
+    _draw,
+    _now,
+    _report,
+)
+from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
+
+BVM, SPHERE, MNSVM = 0, 1, 2
+BALL_RULES = {"bvm": BVM, "sphere": SPHERE, "mnsvm": MNSVM}
+STOP_MN, STOP_ADJMN, STOP_MEB = 0, 1, 2
+STOPPING_RULES = {"mn": STOP_MN, "adjmn": STOP_ADJMN, "meb": STOP_MEB}
+DEFAULT_MN_EPS = 1e-3  # gsvm's default for mn and adjmn (seed 004 sec. 2.10)
+EXPECTED_SV = 15000  # N_S of LibCVM's eps heuristic (seed 004 eq. 7.3)
+REFINE_MIN_SV, REFINE_STEPS = 400, 20  # gsvm's SV-only refinement (seed 004 sec. 2.3 (b))
+COMPACT_ZERO_FRACTION = 0.1  # drop zero-weight SVs when they exceed 10% of the slots (gsvm's cache)
+
+
+def default_eps(stopping: str, tau: float, C: float) -> float:
+    """gsvm's default eps: 1e-3 for mn/adjmn; for meb LibCVM's heuristic (seed 004 eq. 7.3).
+
+    ``tau = k~(x, x)`` (``k(x,x) + 1 + 1/C`` with bias), so ``tau - 1/C = k(x,x) + 1``.
+    """
+    if stopping != "meb":
+        return DEFAULT_MN_EPS
+    return (2e-6 / (tau - 1.0 / C) + (1.0 / C) / EXPECTED_SV) / tau
+
+
+def multiscale_schedule(eps: float) -> list[float]:
+    """The eps stages: 1/2, 1/4, ..., clamped so the last one is exactly ``eps`` (gsvm's Alg. 5)."""
+    stages = []
+    current = 1.0
+    while True:
+        current = max(current / 2.0, eps)
+        stages.append(current)
+        if current <= eps:
+            return stages
+
+
+@njit(cache=True)
+def violation_threshold(rule, w2, tau_i, eps):
+    """``x~_i`` violates the eps-approximation when ``g_i < threshold`` (seed 004 sec. 2.10).
+
+    * mn: ``V(x~) = (||c||^2 - x~.c) / ||c||^2 > eps`` (the thesis's definition).
+    * adjmn: ``(||c||^2 - x~.c) / (||c|| ||x~||) > eps`` (gsvm's stop.cc).
+    * meb: ``||c - x~||^2 > (1 + eps)^2 R^2`` with ``R^2 = k~(x, x)``.
+    """
+    if rule == STOP_MN:
+        return (1.0 - eps) * w2
+    if rule == STOP_ADJMN:
+        return w2 - eps * np.sqrt(w2 * tau_i)
+    return 0.5 * (w2 + tau_i * (1.0 - (1.0 + eps) ** 2))
+
+
+@njit(cache=True)
+def select_second_vertex(row_v, alpha, g, diag, n_sv, v, selection, gmdm_k):
+    """The SV ``u`` that gives weight to ``v``: MDM (largest g), IMDM (largest clipped
+    decrease of ||c||^2, seed 004 eq. 5.33) or GMDM (eq. 5.35).  -1 if none."""
+    u = -1
+    best_value = 0.0
+    worst = -np.inf
+    for t in range(n_sv):
+        if alpha[t] <= 0.0 or t == v or g[t] <= g[v]:
+            continue
+        if selection == SECOND_MDM:
+            if g[t] > worst:
+                worst = g[t]
+                u = t
+            continue
+        derivative, curvature = pairwise_direction(g[v], g[t], diag[v], diag[t], row_v[t], 0.0)
+        if curvature <= CURVATURE_FLOOR:
+            continue
+        if selection == SECOND_IMDM:
+            value = -objective_change(derivative, curvature, clipped_step(derivative, curvature, alpha[t], 1.0))
+        else:
+            value = -derivative / curvature ** (0.5 * gmdm_k)
+        if value > best_value:
+            best_value = value
+            u = t
+    return u
+
+
+@njit(cache=True)
+def sphere_step(g_v, g_u, w2, tau_v, Q_uv, Q_uu, radius2):
+    """SphereSVM's step (seed 004 Alg. 3 lines 6-7): the smaller root ``beta`` of
+    ``||c + beta (x~_v - x~_u) - x~_v||^2 = R^2``; 0 when ``v`` is inside the ball."""
+    length2 = tau_v + Q_uu - 2.0 * Q_uv  # ||x~_v - x~_u||^2
+    if length2 <= CURVATURE_FLOOR:
+        return 0.0
+    rho = (tau_v - g_v - Q_uv + g_u) / length2  # (x~_v - x~_u).(x~_v - c) / ||x~_v - x~_u||^2
+    outside = (w2 - 2.0 * g_v + tau_v - radius2) / length2  # (||x~_v - c||^2 - R^2) / ||.||^2
+    if outside <= 0.0:
+        return 0.0
+    return rho - np.sqrt(max(rho * rho - outside, 0.0))
+
+
+@njit(cache=True)
+def _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, point, row, g_point, diag_point):
+    sv_idx[n_sv] = point
+    sv_pos[point] = n_sv
+    alpha[n_sv] = 0.0
+    g[n_sv] = g_point
+    diag[n_sv] = diag_point
+    for t in range(n_sv):
+        gram[n_sv, t] = row[t]
+        gram[t, n_sv] = row[t]
+    gram[n_sv, n_sv] = diag_point
+    return n_sv + 1
+
+
+@njit(cache=True)
+def _compact(sv_idx, sv_pos, alpha, g, diag, gram, n_sv):
+    keep = np.flatnonzero(alpha[:n_sv] > 0.0)
+    for t in range(n_sv):
+        if alpha[t] <= 0.0:
+            sv_pos[sv_idx[t]] = -1
+    _compact_gram_in_place(gram, keep)
+    for a in range(keep.shape[0]):
+        sv_idx[a] = sv_idx[keep[a]]
+        alpha[a] = alpha[keep[a]]
+        g[a] = g[keep[a]]
+        diag[a] = diag[keep[a]]
+        sv_pos[sv_idx[a]] = a
+    return keep.shape[0]
+
+
+@njit(cache=True)
+def _pairwise_update(gram, alpha, g, n_sv, v, u, beta):
+    """``a_v += beta, a_u -= beta``; g updated over the SVs (seed 004 sec. 2.0)."""
+    for t in range(n_sv):
+        g[t] += beta * (gram[v, t] - gram[u, t])
+    alpha[v] += beta
+    alpha[u] = 0.0 if beta >= alpha[u] else alpha[u] - beta
+
+
+@njit(cache=True)
+def _toward_update(gram, alpha, g, n_sv, v, beta, w2, Q_vv):
+    """``c' = (1 - beta) c + beta x~_v`` (BVM's ball step; seed 004 Alg. 2 lines 6-7); returns the new w2."""
+    if beta <= 0.0:
+        return w2
+    w2 = (1.0 - beta) ** 2 * w2 + 2.0 * beta * (1.0 - beta) * g[v] + beta * beta * Q_vv
+    for t in range(n_sv):
+        alpha[t] *= 1.0 - beta
+        g[t] = (1.0 - beta) * g[t] + beta * gram[v, t]
+    alpha[v] += beta
+    return w2
+
+
+@njit(cache=True)
+def _mn_step(gram, alpha, g, diag, n_sv, v, u, eta):
+    """MNSVM's clipped, over-relaxed step for the pair (v, u); returns the new w2 increment."""
+    derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
+    beta = clipped_step(derivative, curvature, alpha[u], eta)
+    if beta > 0.0:
+        _pairwise_update(gram, alpha, g, n_sv, v, u, beta)
+    return objective_change(derivative, curvature, beta)
+
+
+@njit(cache=True)
+def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k,
+               stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr, strata_order,
+               gram, verbose):
+    """Run BVM / SphereSVM / MNSVM over the eps ``stages``.
+
+    Returns (sv indices, weights, iterations, w2, last relative violation, status).
+    """
+    np.random.seed(seed)
+    m = y.shape[0]
+    capacity = gram.shape[0]
+    sv_idx = np.zeros(capacity, dtype=np.int64)
+    sv_pos = np.full(m, -1, dtype=np.int64)
+    alpha = np.zeros(capacity)
+    g = np.zeros(capacity)
+    diag = np.zeros(capacity)
+    row = np.empty(capacity)
+    best_row = np.empty(capacity)
+    draw_buffer = np.empty(probe, dtype=np.int64)
+    n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
+                      diag_all[init_point])
+    alpha[0] = 1.0
+    w2 = diag_all[init_point]
+    radius2 = diag_all[init_point]  # R^2 = k~(x, x), constant for the MEB solvers
+    n_iter = 0
+    status = STATUS_CONVERGED
+    last_violation = 0.0
+    t_start = _now()
+    last_report = 0.0
+    for stage in range(stages.shape[0]):
+        eps = stages[stage]
+        while True:
+            if n_iter >= max_iter:
+                return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_ITER
+            if n_iter % 16 == 0:
+                elapsed = _now() - t_start
+                if elapsed > max_time:
+                    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_TIME
+                if verbose > 0.0 and elapsed - last_report >= verbose:
+                    _report(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
+                    last_report = elapsed
+            # 1. violator search: `probe` draws per try, the worst of them; first violating try wins
+            v_point = -1
+            g_v = 0.0
+            for _ in range(max(draws // probe, 1)):
+                _draw(m, probe, strata_ptr, strata_order, draw_buffer)
+                worst_margin = 0.0
+                for c in range(probe):
+                    point = draw_buffer[c]
+                    pos = sv_pos[point]
+                    if pos >= 0:
+                        g_point = g[pos]
+                    else:
+                        extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx,
+                                     n_sv, row)
+                        g_point = 0.0
+                        for t in range(n_sv):
+                            g_point += alpha[t] * row[t]
+                    margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
+                    if margin > worst_margin:
+                        worst_margin = margin
+                        v_point = point
+                        g_v = g_point
+                        if pos < 0:
+                            best_row[:n_sv] = row[:n_sv]
+                if v_point >= 0:
+                    last_violation = worst_margin / w2
+                    break
+            if v_point < 0:
+                last_violation = 0.0
+                break  # this stage is done
+            # 2. bring v into the SV set
+            v = sv_pos[v_point]
+            if v < 0:
+                if n_sv == capacity:
+                    n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, n_sv)
+                    if n_sv == capacity:
+                        return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, \
+                            STATUS_CORE_SET_FULL
+                    # compaction moved the SVs: the drawn row is stale, recompute it
+                    extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
+                                 n_sv, best_row)
+                v = n_sv
+                n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, v_point, best_row, g_v,
+                                  diag_all[v_point])
+            # 3. the step
+            if rule == BVM:
+                distance = np.sqrt(max(w2 - 2.0 * g[v] + diag[v], 0.0))
+                beta = eta * (1.0 - np.sqrt(radius2) / distance) if distance > 0.0 else 0.0
+                if beta <= 0.0:
+                    # v violates the rule but lies inside the estimated ball: exact toward step instead
+                    derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
+                    beta = clipped_step(derivative, curvature, 1.0, eta)
+                w2 = _toward_update(gram, alpha, g, n_sv, v, min(beta, 1.0), w2, diag[v])
+            else:
+                u = select_second_vertex(gram[v], alpha, g, diag, n_sv, v, selection, gmdm_k)
+                if u < 0:
+                    # no SV to take weight from (v is the only one): an exact toward step
+                    derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
+                    w2 = _toward_update(gram, alpha, g, n_sv, v, clipped_step(derivative, curvature, 1.0, eta),
+                                        w2, diag[v])
+                else:
+                    beta = 0.0
+                    if rule == SPHERE:
+                        beta = min(eta * sphere_step(g[v], g[u], w2, diag[v], gram[v, u], diag[u], radius2),
+                                   alpha[u])
+                    if beta > 0.0:
+                        derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
+                        w2 += objective_change(derivative, curvature, beta)
+                        _pairwise_update(gram, alpha, g, n_sv, v, u, beta)
+                    else:
+                        # MNSVM, or a SphereSVM violator inside the estimated ball (no positive root)
+                        w2 += _mn_step(gram, alpha, g, diag, n_sv, v, u, eta)
+                # SV-only refinement (gsvm: 20 updates once #SV > 400)
+                if n_sv > REFINE_MIN_SV:
+                    for _ in range(REFINE_STEPS):
+                        v_ref = -1
+                        lowest = np.inf
+                        for t in range(n_sv):
+                            if g[t] < lowest:
+                                lowest = g[t]
+                                v_ref = t
+                        u_ref = select_second_vertex(gram[v_ref], alpha, g, diag, n_sv, v_ref, selection, gmdm_k)
+                        if u_ref < 0:
+                            break
+                        w2 += _mn_step(gram, alpha, g, diag, n_sv, v_ref, u_ref, eta)
+                n_zero = 0
+                for t in range(n_sv):
+                    if alpha[t] <= 0.0:
+                        n_zero += 1
+                if n_zero > COMPACT_ZERO_FRACTION * n_sv and n_sv > 64:
+                    n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, n_sv)
+            n_iter += 1
+    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, status

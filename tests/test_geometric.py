@@ -1,0 +1,230 @@
+"""The gsvm family (BVM, SphereSVM, MNSVM; seed 004) and its knobs against exact solutions."""
+
+import warnings
+
+import numpy as np
+import pytest
+from test_solvers import exact_solution
+
+from coresvm import CoreSVC
+from coresvm.kernels import KernelSpec
+from coresvm.problem import SimplexProblem, kkt_bias
+from coresvm.solvers.driver import SolverOptions, run_engine
+from coresvm.solvers.engine import SECOND_IMDM, SECOND_MDM
+from coresvm.solvers.geometric import (
+    STOP_ADJMN,
+    STOP_MEB,
+    STOP_MN,
+    default_eps,
+    multiscale_schedule,
+    select_second_vertex,
+    sphere_step,
+    violation_threshold,
+)
+from coresvm.solvers.steps import objective_change, pairwise_direction
+
+
+def rbf_problem(m=120, C=10.0, seed=0, bias=True):
+    """One C for every sample: k~(x, x) is constant, as the MEB solvers need."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(m, 3)
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.randn(m) > 0, 1.0, -1.0)
+    return SimplexProblem(X, y, np.full(m, C), KernelSpec("rbf", gamma=0.5), bias=bias, lam=0.0)
+
+
+def dense_alpha(result, m):
+    alpha = np.zeros(m)
+    alpha[result.support] = result.alpha
+    return alpha
+
+
+def run(problem, rule, stopping, eps, **extra):
+    options = SolverOptions(ball_rule=rule, stopping=stopping, eps=eps, draws=20 * problem.n_points,
+                            probe=59 if rule == "bvm" else 1, seed=0, second_vertex="imdm", **extra)
+    return run_engine(problem, options)
+
+
+@pytest.mark.parametrize("rule", ["sphere", "mnsvm", "bvm"])
+@pytest.mark.parametrize("stopping", ["mn", "adjmn"])
+def test_each_solver_meets_its_rule_on_every_point_and_is_near_the_optimum(rule, stopping):
+    """At the end no point violates the rule (checked on all points, exactly), so the objective is
+    within the duality gap that the rule allows: f - f* <= 2 (w2 - min_i g_i)."""
+    problem = rbf_problem()
+    _, f_star, Q = exact_solution(problem)
+    eps = 1e-2 if rule == "bvm" else 1e-5  # BVM's toward steps converge sublinearly
+    result = run(problem, rule, stopping, eps)
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    g, w2 = Q @ alpha, alpha @ Q @ alpha
+    threshold = violation_threshold(STOPPING_CODE[stopping], w2, Q[0, 0], eps)
+    assert g.min() >= threshold - 1e-9 * w2
+    assert problem.objective(alpha, Q) - f_star <= 2 * (w2 - threshold) + 1e-12
+    assert result.squared_norm == pytest.approx(w2, rel=1e-10)
+
+
+STOPPING_CODE = {"mn": STOP_MN, "adjmn": STOP_ADJMN, "meb": STOP_MEB}
+
+
+@pytest.mark.parametrize("rule", ["sphere", "bvm", "mnsvm"])
+def test_meb_rule_leaves_every_point_in_the_enlarged_estimated_ball(rule):
+    problem = rbf_problem(m=100)
+    Q = problem.dense_Q()
+    eps = 1e-3
+    result = run(problem, rule, "meb", eps)
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    tau = Q[0, 0]
+    distance2 = alpha @ Q @ alpha - 2 * Q @ alpha + tau  # ||c - x~_i||^2
+    assert distance2.max() <= (1 + eps) ** 2 * tau * (1 + 1e-9)
+
+
+def test_mnsvm_reaches_the_exact_optimum_with_a_non_normalized_kernel():
+    rng = np.random.RandomState(1)
+    X = rng.randn(80, 3)
+    y = np.where(X[:, 0] + 0.5 * rng.randn(80) > 0, 1.0, -1.0)
+    problem = SimplexProblem(X, y, 10 * rng.uniform(0.5, 2, 80), KernelSpec("poly", gamma=0.5, coef0=1.0, degree=2),
+                             bias=True, lam=0.0)
+    _, f_star, Q = exact_solution(problem)
+    result = run(problem, "mnsvm", "mn", 1e-7)
+    alpha = dense_alpha(result, problem.n_points)
+    assert problem.objective(alpha, Q) == pytest.approx(f_star, rel=1e-6)
+
+
+def test_meb_and_minimal_norm_solutions_coincide_for_rbf():
+    """k~(x, x) constant: the MEB centre (SphereSVM) is the minimal-norm point (MNSVM)."""
+    problem = rbf_problem()
+    sphere = dense_alpha(run(problem, "sphere", "mn", 1e-8), problem.n_points)
+    mnsvm = dense_alpha(run(problem, "mnsvm", "mn", 1e-8), problem.n_points)
+    Q = problem.dense_Q()
+    centre_gap = (sphere - mnsvm) @ Q @ (sphere - mnsvm)  # ||c_sphere - c_mnsvm||^2
+    assert centre_gap <= 1e-8 * (mnsvm @ Q @ mnsvm)
+    meb = SimplexProblem(problem.X, problem.y, 1 / problem.inv_c, problem.kernel, bias=True, lam=1.0)
+    a_meb, _, _ = exact_solution(meb)
+    np.testing.assert_allclose(a_meb @ Q @ a_meb, mnsvm @ Q @ mnsvm, rtol=1e-6)
+
+
+@pytest.mark.parametrize("rule", ["sphere", "mnsvm", "bvm"])
+@pytest.mark.parametrize("eta", [1.0, 1.5, 1.99])
+def test_over_relaxation_keeps_feasibility(rule, eta):
+    problem = rbf_problem()
+    result = run(problem, rule, "mn", 1e-3, eta=eta, max_iter=20000)
+    assert np.all(result.alpha > 0) and result.alpha.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("eta", [2.0, 0.5, 3])
+def test_eta_outside_one_two_is_rejected(eta):
+    with pytest.raises(ValueError, match="eta"):
+        CoreSVC(solver="mnsvm", eta=eta).fit(np.random.randn(20, 2), np.arange(20) % 2)
+
+
+def test_multiscale_schedule_ends_exactly_at_eps():
+    assert multiscale_schedule(1e-3) == [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
+                                         0.001953125, 0.001]
+    assert multiscale_schedule(0.25) == [0.5, 0.25]
+    assert multiscale_schedule(0.9) == [0.9]
+
+
+def test_stopping_thresholds_match_their_formulas():
+    w2, tau, eps = 0.04, 2.1, 1e-3
+    assert violation_threshold(STOP_MN, w2, tau, eps) == pytest.approx((1 - eps) * w2)  # V(x) > eps
+    assert violation_threshold(STOP_ADJMN, w2, tau, eps) == pytest.approx(w2 - eps * np.sqrt(w2 * tau))
+    # meb: ||c - x~||^2 = w2 - 2 g + tau > (1 + eps)^2 tau  <=>  g < (w2 + tau (1 - (1 + eps)^2)) / 2
+    g = violation_threshold(STOP_MEB, w2, tau, eps)
+    assert w2 - 2 * g + tau == pytest.approx((1 + eps) ** 2 * tau)
+
+
+def test_libcvm_eps_heuristic():
+    """Seed 004 eq. 7.3 at C = 1 (the notes' table: 2.26e-5)."""
+    C = 1.0
+    assert default_eps("meb", 2 + 1 / C, C) == pytest.approx(2.26e-5, rel=1e-2)
+    assert default_eps("mn", 2.0, C) == default_eps("adjmn", 2.0, C) == 1e-3
+
+
+def test_sphere_step_puts_the_violator_on_the_sphere():
+    rng = np.random.RandomState(0)
+    points = rng.randn(5, 4)
+    points /= np.linalg.norm(points, axis=1, keepdims=True)  # all on the unit sphere: R^2 = 1
+    alpha = np.array([0.4, 0.3, 0.3, 0.0, 0.0])
+    c = alpha @ points
+    far = np.argmax(np.linalg.norm(points - c, axis=1))
+    v, u = far, 0
+    K = points @ points.T
+    beta = sphere_step(K[v] @ alpha, K[u] @ alpha, c @ c, 1.0, K[u, v], 1.0, 1.0)
+    moved = c + beta * (points[v] - points[u])
+    assert beta > 0
+    assert np.linalg.norm(moved - points[v]) == pytest.approx(1.0)
+
+
+def test_imdm_never_takes_a_worse_step_than_mdm():
+    rng = np.random.RandomState(0)
+    for _ in range(50):
+        n = 12
+        A = rng.randn(n, 5)
+        Q = A @ A.T + np.eye(n) * 0.1
+        alpha = rng.dirichlet(np.ones(n)) * (rng.rand(n) > 0.3)
+        alpha /= alpha.sum()
+        g = Q @ alpha
+        v = int(np.argmin(g))
+        decrease = {}
+        for rule in (SECOND_MDM, SECOND_IMDM):
+            u = select_second_vertex(Q[v], alpha, g, np.diag(Q).copy(), n, v, rule, 0.5)
+            if u < 0:
+                decrease[rule] = 0.0
+                continue
+            d, c = pairwise_direction(g[v], g[u], Q[v, v], Q[u, u], Q[v, u], 0.0)
+            decrease[rule] = -objective_change(d, c, min(-d / (2 * c), alpha[u]))
+        assert decrease[SECOND_IMDM] >= decrease[SECOND_MDM] - 1e-15
+
+
+def test_kkt_and_theoretic_bias_agree_at_tight_tolerance():
+    problem = rbf_problem()
+    result = run(problem, "mnsvm", "mn", 1e-9)
+    theoretic = float(np.sum(result.alpha * problem.y[result.support]))
+    assert kkt_bias(problem, result.support, result.alpha, result.squared_norm) == pytest.approx(theoretic, abs=1e-6)
+
+
+def test_no_bias_model_has_zero_intercept_and_kkt_bias_is_close_on_data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 2)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = CoreSVC(C=10, gamma=1.0, solver="mnsvm", bias="none", random_state=0).fit(X, y)
+    assert np.all(model.intercept_ == 0)
+    kkt = CoreSVC(C=10, gamma=1.0, solver="mnsvm", bias="kkt", eps=1e-6, random_state=0).fit(X, y)
+    theoretic = CoreSVC(C=10, gamma=1.0, solver="mnsvm", bias="theoretic", eps=1e-6, random_state=0).fit(X, y)
+    np.testing.assert_allclose(kkt.intercept_, theoretic.intercept_, atol=1e-3)
+
+
+@pytest.mark.parametrize("solver", ["cvm", "bvm", "sphere"])
+@pytest.mark.parametrize("kernel", ["poly", "linear", "sigmoid"])
+def test_meb_solvers_reject_kernels_without_constant_diagonal(solver, kernel):
+    with pytest.raises(ValueError, match="constant k\\(x, x\\)"):
+        CoreSVC(solver=solver, kernel=kernel).fit(np.random.randn(20, 2), np.arange(20) % 2)
+
+
+def test_meb_solvers_reject_varying_C():
+    X, y = np.random.RandomState(0).randn(40, 2), np.arange(40) % 2
+    with pytest.raises(ValueError, match="one C for every sample"):
+        CoreSVC(solver="sphere").fit(X, y, sample_weight=np.linspace(1, 2, 40))
+    CoreSVC(solver="mnsvm", kernel="poly").fit(X, y, sample_weight=np.linspace(1, 2, 40))  # fine
+
+
+@pytest.mark.parametrize("solver", ["bvm", "sphere", "mnsvm"])
+@pytest.mark.parametrize("sampling", ["uniform", "stratified"])
+def test_gsvm_solvers_learn_and_reproduce(solver, sampling):
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, size=(600, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, "a", "b")
+    fit = lambda: CoreSVC(C=100, gamma=2.0, solver=solver, sampling=sampling, random_state=3).fit(X[:400], y[:400])  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first, second = fit(), fit()
+    assert first.score(X[400:], y[400:]) > 0.9
+    np.testing.assert_array_equal(first.dual_coef_, second.dual_coef_)
+
+
+@pytest.mark.parametrize("bad", [{"stopping": "radius"}, {"eps": 0.0}, {"eps": 1.5}, {"draws": 0},
+                                 {"sampling": "fair"}, {"bias": "average"}, {"solver": "lasvm"}])
+def test_bad_gsvm_parameters_raise(bad):
+    with pytest.raises(ValueError):
+        CoreSVC(**bad).fit(np.random.randn(20, 2), np.arange(20) % 2)
