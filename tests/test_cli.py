@@ -341,11 +341,9 @@ def test_unknown_options_and_commands(capsys, files):
     (["-t", "7"], "-t takes a kernel type"),
     (["-t", "4"], "precomputed kernels are not supported"),
     (["-b", "1"], "probability estimates are not supported"),
-    (["-b", "average"], "not available"),
     (["-s", "2"], "only C-SVC"),
-    (["-s", "fair"], "not available"),
     (["-u", "allatonce"], "not available"),
-    (["-p", "adjmn"], "not available"),
+    (["-p", "radius"], "mn|adjmn|meb"),
     (["-p", "0.1"], "epsilon-SVR"),
     (["-m", "lots"], "-m (cache size"),
     (["-E", "2.5"], "eta"),
@@ -354,8 +352,6 @@ def test_unknown_options_and_commands(capsys, files):
     (["--param", "n_init=1"], "n_init"),
 ])
 def test_bad_values(capsys, files, argv, match):
-    if argv == ["-s", "fair"] and "stratified" in coresvm.CoreSVC().get_params():
-        pytest.skip("CoreSVC has class-balanced sampling now")
     assert_usage_error(capsys, "train", *argv, files / "train.txt", match=match)
 
 
@@ -383,3 +379,17 @@ def test_bad_model_files(capsys, files, tmp_path):
                        match="probability")
     assert_usage_error(capsys, "train", "-q", files / "train.txt", tmp_path / "no" / "dir" / "m.model",
                        match="m.model")
+
+
+@pytest.mark.parametrize("argv, params", [
+    (["-b", "average"], {"bias": "kkt"}),
+    (["-s", "fair"], {"sampling": "stratified"}),
+    (["-p", "adjmn", "--solver", "mnsvm", "-e", "0.01"], {"stopping": "adjmn", "solver": "mnsvm", "eps": 0.01}),
+    (["-p", "meb", "--solver", "sphere"], {"stopping": "meb", "solver": "sphere"}),
+])
+def test_gsvm_options_reach_the_estimator(capsys, files, tmp_path, argv, params):
+    model_path = tmp_path / "m.model"
+    assert main(["train", *argv, str(files / "train.txt"), str(model_path)]) == 0
+    model = coresvm.load_model(model_path)
+    for name, value in params.items():
+        assert model.get_params()[name] == value

@@ -371,9 +371,10 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
                        help="coef0 (LIBSVM); with --gsvm the grid resolution (gsvm)")
     model.add_argument("--coef0", type=float, help="independent term of poly and sigmoid (default 0)")
     model.add_argument("-b", dest="b_letter", metavar="RULE",
-                       help="bias rule theoretic|nobias (gsvm; 'average' is not available) or 0 (LIBSVM)")
+                       help="bias rule theoretic|average|nobias (gsvm) or 0 (LIBSVM)")
     model.add_argument("--bias", choices=["theoretic", "nobias", "average"],
-                       help="theoretic: b = sum_i alpha_i y_i (default); nobias: b = 0")
+                       help="theoretic: b = sum_i alpha_i y_i (default); average: the KKT average over the SVs; "
+                       "nobias: b = 0")
     model.add_argument("--class-weight", action="append", default=[], metavar="LABEL=W",
                        help="multiply C for one class (repeatable; LIBSVM: -wLABEL W), or 'balanced'")
     model.add_argument("-u", "--multiclass", choices=["pairwise", "allatonce"],
@@ -382,7 +383,7 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
                        help="violator randomizer simple|fair (gsvm) or SVM type 0 = C-SVC (LIBSVM)")
 
     solver = parser.add_argument_group("solver")
-    solver.add_argument("--solver", choices=["coreset", "cvm", "fw", "mfw", "swap", "partan"],
+    solver.add_argument("--solver", choices=["coreset", "cvm", "bvm", "sphere", "mnsvm", "fw", "mfw", "swap", "partan"],
                         help="solver (default coreset; see the README's Solvers table)")
     solver.add_argument("--vertex-search", choices=["auto", "full", "random"],
                         help="FW family: scan all points or a random sample per step (CoreSVC's search=)")
@@ -405,8 +406,8 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
     solver.add_argument("-m", dest="m_letter", metavar="X",
                         help="model selection grid|pattern (gsvm) or cache size in MB (LIBSVM)")
     solver.add_argument("-p", "--stop-criterion", dest="p_letter", metavar="RULE",
-                        help="stopping criterion: mn, the relative minimal-norm gap (gsvm's adjmn and meb are "
-                        "not available)")
+                        help="stopping rule of bvm/sphere/mnsvm: mn|adjmn|meb (default: meb for bvm and sphere, "
+                        "adjmn for mnsvm); -e sets its eps")
     solver.add_argument("--seed", type=int, default=0, help="random seed (default 0: runs are reproducible)")
     solver.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="set any CoreSVC parameter (repeatable), e.g. --param n_init=40")
@@ -496,7 +497,7 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
     if args.degree is not None:
         p["degree"] = args.degree
     if args.draw_number is not None:
-        p["sample_size"] = p["n_candidates"] = args.draw_number
+        p["sample_size"] = p["n_candidates"] = p["draws"] = args.draw_number
     if args.r_letter is not None:
         if gsvm:
             s.resolution = _parse_number(args.r_letter, "-r (resolution, --gsvm)", int)
@@ -510,7 +511,7 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
         elif rule == "nobias":
             p["bias"] = False
         elif rule == "average":
-            raise UsageError("-b average (bias from the KKT conditions) is not available; use theoretic or nobias")
+            p["bias"] = "kkt"
         elif rule == "0":
             pass  # LIBSVM: no probability estimates, which is all there is
         elif rule == "1":
@@ -524,9 +525,7 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
         if args.s_letter == "simple" or args.s_letter == "0":
             pass  # uniform candidate draws / C-SVC: what coresvm does
         elif args.s_letter == "fair":
-            if "stratified" not in known:
-                raise UsageError("-s fair (class-balanced violator draws) is not available in this coresvm; use simple")
-            p["stratified"] = True
+            p["sampling"] = "stratified"
         elif args.s_letter in ("1", "2", "3", "4"):
             raise UsageError(f"-s {args.s_letter}: only C-SVC (-s 0) is supported (no nu-SVC, one-class or SVR)")
         else:
@@ -536,16 +535,17 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
             s.search = args.m_letter
         else:
             p["cache_size"] = _parse_number(args.m_letter, "-m (cache size in MB, or grid|pattern)")
-    if args.p_letter is not None and args.p_letter != "mn":
-        if args.p_letter in ("adjmn", "meb"):
-            raise UsageError(f"-p {args.p_letter} is not available; coresvm stops on the relative minimal-norm "
-                             "gap (-p mn) with tolerance -e")
-        raise UsageError(f"-p takes the stopping criterion mn (LIBSVM's -p, epsilon-SVR, is not supported); "
-                         f"got {args.p_letter!r}")
+    if args.p_letter is not None:
+        if args.p_letter not in ("mn", "adjmn", "meb"):
+            raise UsageError(f"-p takes the stopping criterion mn|adjmn|meb (LIBSVM's -p, epsilon-SVR, is not "
+                             f"supported); got {args.p_letter!r}")
+        p["stopping"] = args.p_letter
     if args.cache_size is not None:
         p["cache_size"] = args.cache_size
     if args.tol is not None and args.tol != "default":
         p["tol"] = _parse_number(args.tol, "-e (tolerance)")
+        if p["tol"] < 1:
+            p["eps"] = p["tol"]  # the eps of the stopping rule (bvm, sphere, mnsvm)
     for name in ("eta", "second_vertex", "gmdm_k", "sample_size", "n_candidates", "batch_size", "n_init",
                  "max_iter", "max_time", "solver"):
         value = getattr(args, name)
