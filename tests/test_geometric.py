@@ -9,6 +9,7 @@ from test_solvers import exact_solution
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem, kkt_bias
+from coresvm.solvers.core_set import select_second_vertex
 from coresvm.solvers.driver import SolverOptions, run_engine
 from coresvm.solvers.engine import SECOND_IMDM, SECOND_MDM
 from coresvm.solvers.geometric import (
@@ -17,7 +18,6 @@ from coresvm.solvers.geometric import (
     STOP_MN,
     default_eps,
     multiscale_schedule,
-    select_second_vertex,
     sphere_step,
     violation_threshold,
 )
@@ -168,7 +168,7 @@ def test_imdm_never_takes_a_worse_step_than_mdm():
         v = int(np.argmin(g))
         decrease = {}
         for rule in (SECOND_MDM, SECOND_IMDM):
-            u = select_second_vertex(Q[v], alpha, g, np.diag(Q).copy(), n, v, rule, 0.5)
+            u = select_second_vertex(Q, alpha, g, np.diag(Q).copy(), n, 0.0, v, g[v], rule, 0.5)
             if u < 0:
                 decrease[rule] = 0.0
                 continue

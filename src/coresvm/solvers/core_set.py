@@ -58,8 +58,14 @@ def _core_set_sums(alpha, G, diag_w, n_w, lam):
 
 
 @njit(cache=True)
-def _second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k):
-    """The active point that gives weight to ``p_i`` (MDM / IMDM / GMDM rule), or -1."""
+def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k):
+    """The active point that gives weight to ``p_i`` in a pairwise step ``e_{p_i} - e_t``, or -1.
+
+    Among active points scoring above ``best`` (the score ``G - lam/2 diag`` of
+    ``p_i``): MDM the largest score; IMDM the largest decrease of the clipped
+    step (Franc; seed 004 eq. 5.33); GMDM ``-f'(0) / curvature^(k/2)`` (eq. 5.35).
+    Shared by the core-set inner solve and the gsvm family.
+    """
     row_i = Kw[p_i]
     G_i = G[p_i]
     Q_ii = diag_w[p_i]
@@ -70,12 +76,12 @@ def _second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_
         if alpha[t] <= 0.0 or t == p_i:
             continue
         score = G[t] - 0.5 * lam * diag_w[t]
+        if score <= best:
+            continue
         if second_rule == SECOND_MDM:
             if score > worst:
                 worst = score
                 p_j = t
-            continue
-        if score <= best:
             continue
         derivative, curvature = pairwise_direction(G_i, G[t], Q_ii, diag_w[t], row_i[t], lam)
         if curvature <= CURVATURE_FLOOR:
@@ -115,7 +121,7 @@ def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, 
             break
         row_i = Kw[p_i]
         Q_ii = diag_w[p_i]
-        p_j = _second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k)
+        p_j = select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k)
         if p_j < 0:
             # only one active point: a Frank-Wolfe toward step (seed 000 eq. 29)
             derivative, curvature = toward_direction(G[p_i], Q_ii, n2, D, lam)

@@ -47,10 +47,8 @@ import numpy as np
 from numba import njit
 
 from ..problem import extended_row
-from .core_set import _compact_gram_in_place
+from .core_set import _compact_gram_in_place, select_second_vertex
 from .engine import (
-    SECOND_IMDM,
-    SECOND_MDM,
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
@@ -105,34 +103,6 @@ def violation_threshold(rule, w2, tau_i, eps):
     if rule == STOP_ADJMN:
         return w2 - eps * np.sqrt(w2 * tau_i)
     return 0.5 * (w2 + tau_i * (1.0 - (1.0 + eps) ** 2))
-
-
-@njit(cache=True)
-def select_second_vertex(row_v, alpha, g, diag, n_sv, v, selection, gmdm_k):
-    """The SV ``u`` that gives weight to ``v``: MDM (largest g), IMDM (largest clipped
-    decrease of ||c||^2, seed 004 eq. 5.33) or GMDM (eq. 5.35).  -1 if none."""
-    u = -1
-    best_value = 0.0
-    worst = -np.inf
-    for t in range(n_sv):
-        if alpha[t] <= 0.0 or t == v or g[t] <= g[v]:
-            continue
-        if selection == SECOND_MDM:
-            if g[t] > worst:
-                worst = g[t]
-                u = t
-            continue
-        derivative, curvature = pairwise_direction(g[v], g[t], diag[v], diag[t], row_v[t], 0.0)
-        if curvature <= CURVATURE_FLOOR:
-            continue
-        if selection == SECOND_IMDM:
-            value = -objective_change(derivative, curvature, clipped_step(derivative, curvature, alpha[t], 1.0))
-        else:
-            value = -derivative / curvature ** (0.5 * gmdm_k)
-        if value > best_value:
-            best_value = value
-            u = t
-    return u
 
 
 @njit(cache=True)
@@ -202,13 +172,19 @@ def _toward_update(gram, alpha, g, n_sv, v, beta, w2, Q_vv):
 
 
 @njit(cache=True)
-def _mn_step(gram, alpha, g, diag, n_sv, v, u, eta):
-    """MNSVM's clipped, over-relaxed step for the pair (v, u); returns the new w2 increment."""
+def _pair_step(gram, alpha, g, diag, n_sv, v, u, beta):
+    """Move ``beta`` of weight from ``u`` to ``v``; returns the w2 increment."""
     derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
-    beta = clipped_step(derivative, curvature, alpha[u], eta)
     if beta > 0.0:
         _pairwise_update(gram, alpha, g, n_sv, v, u, beta)
     return objective_change(derivative, curvature, beta)
+
+
+@njit(cache=True)
+def _mn_step(gram, alpha, g, diag, n_sv, v, u, eta):
+    """MNSVM's clipped, over-relaxed step for the pair (v, u); returns the w2 increment."""
+    derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
+    return _pair_step(gram, alpha, g, diag, n_sv, v, u, clipped_step(derivative, curvature, alpha[u], eta))
 
 
 @njit(cache=True)
@@ -306,7 +282,7 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                     beta = clipped_step(derivative, curvature, 1.0, eta)
                 w2 = _toward_update(gram, alpha, g, n_sv, v, min(beta, 1.0), w2, diag[v])
             else:
-                u = select_second_vertex(gram[v], alpha, g, diag, n_sv, v, selection, gmdm_k)
+                u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k)
                 if u < 0:
                     # no SV to take weight from (v is the only one): an exact toward step
                     derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
@@ -318,9 +294,7 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                         beta = min(eta * sphere_step(g[v], g[u], w2, diag[v], gram[v, u], diag[u], radius2),
                                    alpha[u])
                     if beta > 0.0:
-                        derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
-                        w2 += objective_change(derivative, curvature, beta)
-                        _pairwise_update(gram, alpha, g, n_sv, v, u, beta)
+                        w2 += _pair_step(gram, alpha, g, diag, n_sv, v, u, beta)
                     else:
                         # MNSVM, or a SphereSVM violator inside the estimated ball (no positive root)
                         w2 += _mn_step(gram, alpha, g, diag, n_sv, v, u, eta)
@@ -333,7 +307,8 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                             if g[t] < lowest:
                                 lowest = g[t]
                                 v_ref = t
-                        u_ref = select_second_vertex(gram[v_ref], alpha, g, diag, n_sv, v_ref, selection, gmdm_k)
+                        u_ref = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
+                                                     gmdm_k)
                         if u_ref < 0:
                             break
                         w2 += _mn_step(gram, alpha, g, diag, n_sv, v_ref, u_ref, eta)
