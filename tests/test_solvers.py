@@ -278,3 +278,33 @@ def test_compact_gram_in_place_equals_fancy_indexing():
     expected = gram[np.ix_(keep, keep)].copy()
     _compact_gram_in_place(gram, keep)
     np.testing.assert_array_equal(gram[:5, :5], expected)
+
+
+@pytest.mark.parametrize("eps", [1e-2, 1e-4])
+def test_cvm_radius_test_leaves_no_point_outside_the_enlarged_ball(eps):
+    """CVM's stop (seed 002): every point within (1 + eps) R of the core set's MEB centre."""
+    problem = make_problem(m=80, lam=1.0)
+    problem = SimplexProblem(problem.X, problem.y, np.full(80, 10.0), problem.kernel, lam=1.0)
+    options = SolverOptions(core_set=True, n_candidates=80, max_add=1, radius_test=True, eps=eps, seed=0)
+    result = run_engine(problem, options)
+    assert result.status == "converged" and result.eps == eps
+    Q = problem.dense_Q()
+    alpha = dense_alpha(result, problem.n_points)
+    radius2 = alpha @ np.diag(Q) - alpha @ Q @ alpha
+    distance2 = alpha @ Q @ alpha - 2 * Q @ alpha + np.diag(Q)
+    assert distance2.max() <= (1 + eps) ** 2 * radius2 * (1 + 1e-9)
+    # ... and the test is not vacuous: a looser eps stops earlier with a point further out
+    if eps == 1e-2:
+        assert distance2.max() > (1 + 1e-4) ** 2 * radius2
+
+
+def test_cvm_uses_libcvm_eps_heuristic_by_default():
+    from coresvm import CoreSVC
+    from coresvm.solvers.geometric import default_eps
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 2)
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    model = CoreSVC(solver="cvm", C=10.0, gamma=1.0, random_state=0).fit(X, y)
+    assert model.solver_info_[0]["eps"] == pytest.approx(default_eps("meb", 2.0 + 0.1, 10.0))
+    assert model.score(X, y) > 0.9

@@ -72,8 +72,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     solver : {'coreset', 'cvm', 'bvm', 'sphere', 'mnsvm', 'fw', 'mfw', 'swap', 'partan'}, default='coreset'
         'cvm' is the Core Vector Machine (seed 002): each round scores
         ``n_candidates`` random points (59), adds the ``batch_size`` (1) worst
-        violators to the core set and re-solves the problem on the core set
-        with pairwise steps on its in-memory Gram matrix.  'coreset' is the
+        violators to the core set and re-solves the minimum enclosing ball of
+        the core set with pairwise steps on its in-memory Gram matrix; it stops
+        when no sampled point lies outside the ``(1 + eps)``-ball (``eps``
+        given, or LibCVM's heuristic; ``tol`` is not used).  'coreset' is the
         same loop with large batches (10,000 candidates, 300 added per round),
         the fastest solver here.  The Frank-Wolfe family works on the whole
         problem: 'fw' toward steps with exact line search; 'mfw' adds Wolfe's
@@ -130,11 +132,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         sec. 2.10): a sampled point violates when ``(||c||^2 - g_i) / ||c||^2 >
         eps`` ('mn'), ``(||c||^2 - g_i) / (||c|| ||x~_i||) > eps`` ('adjmn') or
         ``||c - x~_i|| > (1 + eps) R^`` ('meb').  None: 'meb' for 'bvm' and
-        'sphere', 'adjmn' for 'mnsvm' (gsvm's default).  The other solvers
-        stop on ``tol``.
+        'sphere', 'adjmn' for 'mnsvm' (gsvm's default).  'cvm' always uses
+        'meb'; the other solvers stop on ``tol``.
     eps : float or None, default=None
-        Final eps of that rule; None is gsvm's default: 1e-3 for 'mn' and
-        'adjmn', LibCVM's heuristic (seed 004 eq. 7.3) for 'meb'.
+        Final eps of that rule ('bvm', 'sphere', 'mnsvm', 'cvm'); None is
+        gsvm's default: 1e-3 for 'mn' and 'adjmn', LibCVM's heuristic (seed 004
+        eq. 7.3, about 6e-7 for C=256) for 'meb'.
     multiscale : bool, default=True
         Solve for eps = 1/2, 1/4, ... down to exactly ``eps``, warm-starting
         each stage from the last (seed 004 Alg. 5).
@@ -321,6 +324,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             core_set=core_set,
             n_candidates=int(self.n_candidates or candidates),
             max_add=int(self.batch_size or batch),
+            radius_test=self.solver == "cvm",
             step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
             second_vertex=self.second_vertex,
             gmdm_k=float(self.gmdm_k),
@@ -417,7 +421,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 "sample_weight or class_weight make C vary. Use solver='mnsvm' or 'coreset' with weights."
             )
         bias_rule = self._bias_rule
-        problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bias_rule != "none", lam=0.0)
+        # CVM solves the minimum enclosing ball (lam = 1) and stops by its (1 + eps) radius test.
+        lam = 1.0 if self.solver == "cvm" else 0.0
+        problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bias_rule != "none", lam=lam)
         options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_share)
         result = run_engine(problem, options)
         if result.status == "core_set_full":

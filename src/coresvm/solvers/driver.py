@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +38,7 @@ class SolverOptions:
     core_set: bool = False  # CVM-style outer loop (solvers/core_set.py)
     n_candidates: int = 59
     max_add: int = 1
+    radius_test: bool = False  # CVM: stop by the (1 + eps)-ball test (needs lam = 1), not by tol
     inner_steps_per_point: int = 1000
     inner_gap_ratio: float = 0.1
     # gsvm family (solvers/geometric.py)
@@ -65,6 +66,7 @@ class SolverResult:
     cache_misses: int = 0
     cache_bytes: int = 0
     rounds: int = 0  # core-set solvers: outer rounds
+    eps: float | None = None  # the (1 + eps) radius test's eps (CVM and the gsvm family)
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -78,6 +80,7 @@ class SolverResult:
             "n_active": int(self.support.shape[0]),
             "cache_hits": self.cache_hits,
             "cache_misses": self.cache_misses,
+            **({"eps": self.eps} if self.eps is not None else {}),
         }
 
 
@@ -192,11 +195,20 @@ def _result(support, alpha, n_iter, gap, scale, status, n2, elapsed, **extra) ->
 
 
 def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
+    extra = {}
+    if options.radius_test:
+        # CVM (seed 002): stop when no sampled point lies outside the (1 + eps)-ball.
+        # ||c - x~_i||^2 > (1 + eps)^2 R^2 is the core-set loop's relative test with
+        # tol = (1 + eps)^2 - 1, since its scale is R^2 = a'diag(Q) - a'Qa when lam = 1.
+        eps = ball_eps(problem, replace(options, stopping="meb"))
+        options = replace(options, tol=(1.0 + eps) ** 2 - 1.0)
+        extra["eps"] = eps
     start = time.perf_counter()
     support, alpha, n_iter, gap, scale, status, n2, rounds = solve_core_set(
         problem, options, rng, init_idx, init_alpha
     )
-    return _result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start, rounds=int(rounds))
+    return _result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start, rounds=int(rounds),
+                   **extra)
 
 
 def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
@@ -225,4 +237,4 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.
     w2 = float(alpha @ _exact_gradient(problem, support, alpha))
     return _result(support, alpha, n_iter, 2.0 * violation * w2, 2.0 * w2, status, w2,
-                   time.perf_counter() - start, rounds=len(stages))
+                   time.perf_counter() - start, rounds=len(stages), eps=eps)
