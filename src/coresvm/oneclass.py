@@ -107,7 +107,7 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
           the SV fraction is only about nu, above or below.)  C is found
           by bisection on a random subsample (see ``calibration_``) and
           carried over as ``C * sum(sample_weight)``; on the full data the SV
-          fraction is close to, not exactly, ``nu`` (KDD99: 0.0084 for
+          fraction is close to, not exactly, ``nu`` (KDD99: 0.0083 for
           nu=0.01, 0.042 for nu=0.05).
           When even the hard ball (largest C) has more than ``nu`` of the
           subsample as SVs, that largest C is used.
