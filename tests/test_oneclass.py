@@ -100,6 +100,14 @@ def test_training_outlier_fraction_is_nu(blob, nu):
         assert sv_fraction > nu
 
 
+@pytest.mark.parametrize("nu", [0.05, 0.1])
+def test_new_normal_data_flagged_at_about_nu(nu):
+    rng = np.random.RandomState(0)
+    model = CoreOneClassSVM(nu=nu, random_state=0).fit(rng.randn(1000, 3))
+    flagged = np.mean(model.predict(rng.randn(20000, 3)) == -1)
+    assert 0.8 * nu < flagged < 1.3 * nu
+
+
 def test_weighted_outlier_fraction():
     inliers, _ = blob_with_outliers(n_inliers=300)
     weights = np.random.RandomState(3).choice([1.0, 2.0, 3.0], size=300)
