@@ -139,9 +139,10 @@ def test_decision_function_is_score_minus_offset(blob):
     assert model.fit_status_ == 0 and model.solver_info_["status"] == "converged"
 
 
-def test_sparse_and_float32_inputs(blob):
+@pytest.mark.parametrize("solver", ["coreset", "cvm"])
+def test_sparse_and_float32_inputs(blob, solver):
     inliers, outliers = blob
-    kwargs = dict(nu=0.1, C=50.0, tol=1e-6, random_state=0)
+    kwargs = dict(nu=0.1, C=50.0, tol=1e-8, solver=solver, random_state=0)
     dense = CoreOneClassSVM(**kwargs).fit(inliers)
     sparse = CoreOneClassSVM(**kwargs).fit(sp.csr_matrix(inliers))
     single = CoreOneClassSVM(**kwargs).fit(inliers.astype(np.float32))
