@@ -229,3 +229,16 @@ def test_check_estimator_joint():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_estimator(CoreSVC(multiclass="joint", random_state=0), expected_failed_checks=expected)
+
+
+def test_native_model_file_round_trip_and_libsvm_refusal(tmp_path):
+    from coresvm.model_io import load_model, save_model
+
+    X, y = make_blobs(n_samples=150, centers=3, random_state=0)
+    model = CoreSVC(multiclass="ovo", random_state=0).fit(X, y)
+    model.set_params(multiclass="joint").fit(X, y)  # no stale one-vs-one state in the file
+    save_model(model, tmp_path / "joint.model")
+    loaded = load_model(tmp_path / "joint.model")
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    with pytest.raises(ValueError, match="one-vs-one models only"):
+        save_model(model, tmp_path / "joint.libsvm", format="libsvm")

@@ -515,6 +515,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             )
         model.support = rows[model.support]
         self._joint_model = model
+        if hasattr(self, "_pair_coef"):
+            del self._pair_coef  # a previous one-vs-one fit's
         self.support_ = model.support
         self.support_vectors_ = X[model.support]
         self.n_support_ = np.bincount(model.support_class, minlength=len(self.classes_)).astype(np.int32)
