@@ -242,3 +242,22 @@ def test_native_model_file_round_trip_and_libsvm_refusal(tmp_path):
     np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
     with pytest.raises(ValueError, match="one-vs-one models only"):
         save_model(model, tmp_path / "joint.libsvm", format="libsvm")
+
+
+def test_usps_subset_one_model_with_per_class_scores():
+    """Issue 4: 'joint gives one model with the right decision shape' on USPS (skipped without the data)."""
+    import gzip
+
+    from coresvm.datasets import datasets_dir
+
+    train_file, test_file = datasets_dir() / "zip.train.gz", datasets_dir() / "zip.test.gz"
+    if not (train_file.exists() and test_file.exists()):
+        pytest.skip("USPS files not available")
+    train = np.loadtxt(gzip.open(train_file, "rt"), max_rows=2000)
+    test = np.loadtxt(gzip.open(test_file, "rt"))
+    model = CoreSVC(C=10.0, gamma=2.0**-7, multiclass="joint", random_state=0).fit(train[:, 1:], train[:, 0])
+    scores = model.decision_function(test[:, 1:])
+    assert scores.shape == (len(test), 10) and model.dual_coef_.shape == (10, len(model.support_))
+    assert len(model.solver_info_) == 1 and model.fit_status_ == 0
+    np.testing.assert_array_equal(model.predict(test[:, 1:]), model.classes_[np.argmax(scores, axis=1)])
+    assert model.score(test[:, 1:], test[:, 0]) > 0.87
