@@ -171,12 +171,18 @@ def model_summary(model) -> dict:
         "n_support": [int(v) for v in getattr(model, "n_support_", [])],
         "support_vectors": "csr" if sp.issparse(model.support_vectors_) else f"dense {model.support_vectors_.dtype}",
         "bias_rule": "theoretic: b = sum_i alpha_i y_i / rho" if bias else "none (b = 0)",
-        "multiclass": "one-vs-one with max-wins voting" if len(model.classes_) > 2 else "binary",
+        "multiclass": _multiclass_summary(model),
         "decision_function_shape": params.get("decision_function_shape"),
         "fit_status": int(getattr(model, "fit_status_", 0)),
         "iterations": [int(v) for v in getattr(model, "n_iter_", [])],
         "statuses": [str(record.get("status")) for record in info if isinstance(record, dict)],
     }
+
+
+def _multiclass_summary(model) -> str:
+    if getattr(model, "_joint_model", None) is not None:
+        return "joint (all-at-once, seed 004 sec. 5.4): argmax of one score per class"
+    return "one-vs-one with max-wins voting" if len(model.classes_) > 2 else "binary"
 
 
 # --------------------------------------------------------------------------- native: write
@@ -396,6 +402,9 @@ def _read_array(archive: zipfile.ZipFile, member: str) -> np.ndarray:
 
 def _check_consistent(model, path) -> None:
     """Catch files that parse but cannot be a model (edited or mixed-up members)."""
+    if getattr(model, "_joint_model", None) is not None:
+        _check_consistent_joint(model, path)
+        return
     missing = [name for name in REQUIRED_ATTRIBUTES if not hasattr(model, name)]
     if missing:
         raise ModelFormatError(f"{path}: corrupt model file (missing {', '.join(missing)})")
@@ -417,6 +426,22 @@ def _check_consistent(model, path) -> None:
         raise ModelFormatError(f"{path}: corrupt model file ({'; '.join(problems)})")
 
 
+def _check_consistent_joint(model, path) -> None:
+    """The joint model (multiclass='joint'): one coefficient column and one intercept per class."""
+    n_classes = len(model.classes_)
+    n_sv = model.support_vectors_.shape[0]
+    joint = model._joint_model
+    problems = []
+    if np.shape(joint.coef) != (n_sv, n_classes) or np.shape(model.dual_coef_) != (n_classes, n_sv):
+        problems.append(f"joint coefficients of shape {np.shape(joint.coef)} for {n_sv} SVs and {n_classes} classes")
+    if np.shape(joint.intercept) != (n_classes,) or np.shape(model.intercept_) != (n_classes,):
+        problems.append(f"joint intercept of shape {np.shape(joint.intercept)} for {n_classes} classes")
+    if model.support_vectors_.shape[1] != model.n_features_in_:
+        problems.append(f"{model.support_vectors_.shape[1]} SV columns for {model.n_features_in_} features")
+    if problems:
+        raise ModelFormatError(f"{path}: corrupt model file ({'; '.join(problems)})")
+
+
 # --------------------------------------------------------------------------- LIBSVM: write
 def libsvm_model_text(model) -> str:
     """The model in LIBSVM's text format (what ``svm_save_model`` writes for a C-SVC).
@@ -427,6 +452,11 @@ def libsvm_model_text(model) -> str:
         If a class label is not an integer (LIBSVM stores labels as ``int``).
     """
     _check_fitted(model)
+    if getattr(model, "_joint_model", None) is not None:
+        raise ValueError(
+            "LIBSVM's model format holds one-vs-one models only; multiclass='joint' models can be saved with "
+            "format='native'"
+        )
     labels = _integer_labels(model.classes_)
     if getattr(model, "break_ties", False) and len(labels) > 2:
         warnings.warn(

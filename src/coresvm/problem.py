@@ -5,7 +5,10 @@ All five source papers reduce the L2-SVM to (ARCHITECTURE.md section 1)::
     minimize  f(a) = a' Q a - lam * a' diag(Q)    s.t.  a >= 0,  sum(a) = 1
 
 with the *extended kernel* ``Q_ij = y_i y_j (k(x_i, x_j) + bias) + delta_ij / C_i``
-(seed 000 eq. 18).  ``bias`` is 1 when the model has a bias term (``b = sum a_i y_i``
+(seed 000 eq. 18).  The joint ("all-at-once") multiclass machine (seed 004
+sec. 5.4) replaces ``y_i y_j`` by the label inner product ``L[c_i, c_j]`` of
+simplex label vectors (1 for the same class, ``-1/(K-1)`` otherwise).
+``bias`` is 1 when the model has a bias term (``b = sum a_i y_i``
 is folded into the kernel) and 0 for the no-bias machine.  ``C_i = C * w_i``
 carries sample and class weights.  ``lam = 0`` is the minimal-norm problem
 (FW family, MNSVM); ``lam = 1`` the minimum enclosing ball (CVM, BVM,
@@ -62,6 +65,10 @@ class SimplexProblem:
         Whether the model has the implicit bias ``b = sum a_i y_i``.
     lam : float
         0 for the minimal-norm problem, 1 for the MEB problem.
+    label_gram : array of shape (K, K) or None
+        The joint multiclass problem: ``y`` then holds class indices ``0..K-1``
+        and ``Q_ij = label_gram[y_i, y_j] (k_ij + bias) + delta_ij / C_i``
+        (see :func:`simplex_label_gram`).  Only the core-set solvers take it.
     """
 
     X: object
@@ -70,9 +77,18 @@ class SimplexProblem:
     kernel: KernelSpec
     bias: bool = True
     lam: float = 0.0
+    label_gram: np.ndarray | None = None
 
     def __post_init__(self):
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
+        if self.label_gram is not None:
+            self.label_gram = np.ascontiguousarray(self.label_gram, dtype=np.float64)
+            self.class_index = self.y.astype(np.int64)
+            n_classes = self.label_gram.shape[0]
+            if self.label_gram.shape != (n_classes, n_classes) or not np.array_equal(self.class_index, self.y):
+                raise ValueError("label_gram must be square and y must hold class indices for the joint problem")
+            if self.class_index.min() < 0 or self.class_index.max() >= n_classes:
+                raise ValueError(f"class indices must lie in [0, {n_classes}) for a {n_classes}x{n_classes} label_gram")
         self.inv_c = np.ascontiguousarray(1.0 / np.asarray(self.C, dtype=np.float64))
         self.norms = squared_norms(self.X)
         self.data = as_solver_data(self.X)
@@ -86,8 +102,24 @@ class SimplexProblem:
     def n_points(self) -> int:
         return self.X.shape[0]
 
+    @property
+    def is_joint(self) -> bool:
+        """Whether this is the joint multiclass problem (label Gram instead of ``y_i y_j``)."""
+        return self.label_gram is not None
+
+    def label_products(self, rows_a, rows_b) -> np.ndarray:
+        """The label factor of ``Q[rows_a][:, rows_b]``: ``y_a y_b'`` or ``L[c_a][:, c_b]``."""
+        if self.is_joint:
+            return self.label_gram[np.ix_(self.class_index[rows_a], self.class_index[rows_b])]
+        return np.outer(self.y[rows_a], self.y[rows_b])
+
     def kernel_args(self):
-        """The positional arguments the compiled evaluators take."""
+        """The positional arguments the compiled evaluators take (binary / one-class problems)."""
+        if self.is_joint:
+            raise ValueError(
+                "the joint multiclass problem is solved by the core-set solvers only (solver='coreset' or 'cvm'); "
+                "the compiled engine and the gsvm family evaluate y_i y_j, not a label Gram"
+            )
         k = self.kernel
         return (
             self.data,
@@ -107,7 +139,8 @@ class SimplexProblem:
         if self.n_points > 5000:
             raise ValueError("dense_Q is for small problems (m <= 5000) only")
         K = kernel_block(self.X, self.X, self.kernel, self.norms, self.norms)
-        return np.outer(self.y, self.y) * (K + self.bias_term) + np.diag(self.inv_c)
+        every = np.arange(self.n_points)
+        return self.label_products(every, every) * (K + self.bias_term) + np.diag(self.inv_c)
 
     def objective(self, alpha: np.ndarray, Q: np.ndarray | None = None) -> float:
         Q = self.dense_Q() if Q is None else Q
@@ -121,6 +154,19 @@ class SimplexProblem:
         Q = self.dense_Q() if Q is None else Q
         grad = 2.0 * Q @ alpha - self.lam * np.diag(Q)
         return float(alpha @ grad - grad.min())
+
+
+def simplex_label_gram(n_classes: int) -> np.ndarray:
+    """Inner products of the ``n_classes`` label vectors at the vertices of a regular simplex.
+
+    Seed 004 sec. 5.4 (after Asharaf et al.): unit vectors in R^(K-1) with
+    ``y_s . y_t = 1`` for ``s == t`` and ``-1/(K-1)`` otherwise.  For K = 2 they
+    are the labels +1 / -1, so the joint problem is the binary one.
+    """
+    if n_classes < 2:
+        raise ValueError(f"the joint problem needs at least 2 classes; got {n_classes}")
+    off_diagonal = -1.0 / (n_classes - 1)
+    return np.full((n_classes, n_classes), off_diagonal) + (1.0 - off_diagonal) * np.eye(n_classes)
 
 
 # --------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ._validation import (
     check_positive,
     class_weight_per_sample,
 )
+from .joint import fit_joint
 from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
 from .multiclass import BinaryModel, OneVsOneLayout
 from .problem import SimplexProblem, kkt_bias
@@ -37,6 +38,7 @@ BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws
 BIAS_RULES = ("theoretic", "kkt", "none")
 SAMPLING_MODES = ("uniform", "stratified")
 SEARCH_MODES = ("auto", "full", "random")
+MULTICLASS_MODES = ("ovo", "joint")
 # With at most this many points (per binary problem) 'auto' scans the full gradient.
 AUTO_FULL_SEARCH_MAX_POINTS = 20_000
 
@@ -162,6 +164,17 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Core-set solvers: most violators added to the core set per round.
     n_init : int, default=20
         Size of the class-balanced random subset the solver starts from.
+    multiclass : {'ovo', 'joint'}, default='ovo'
+        'ovo': one binary problem per pair of classes, max-wins voting.
+        'joint': the all-at-once machine of seed 004 sec. 5.4 -- ONE simplex
+        problem on all points with the label inner products 1 (same class) and
+        ``-1/(K-1)`` (different classes) in place of ``y_i y_j``, and the class
+        of the largest score ``sum_i a_i L[c_i, t] k(x_i, x) + y_t . b``
+        predicted.  Faster and with fewer support vectors than 'ovo', usually
+        less accurate (see the README).  Needs ``solver='coreset'`` or 'cvm';
+        ``bias`` selects its bias rule (theoretic, the per-class KKT average of
+        eq. 5.28, or none); ``decision_function_shape`` must be 'ovr'.  With two
+        classes it is the binary machine.
     decision_function_shape : {'ovr', 'ovo'}, default='ovr'
         Shape of :meth:`decision_function` for more than two classes, as in
         scikit-learn's SVC: 'ovo' gives the pairwise values, 'ovr' turns them
@@ -187,9 +200,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ``a_i y_i / rho`` in LIBSVM's one-vs-one layout.  Dividing by the
         margin ``rho = a'Qa`` puts the decision function on SVC's scale
         (margin support vectors have ``|f(x)| = 1`` when their slack is 0).
+        With ``multiclass='joint'``: shape (n_classes, n_SV), row ``t`` holds
+        ``a_i L[c_i, t] / rho``, so that class ``t``'s score is
+        ``dual_coef_[t] @ k(support_vectors_, x) + intercept_[t]``.
     intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
-        ``sum_i a_i y_i / rho`` (0 without bias).
+        ``sum_i a_i y_i / rho`` (0 without bias).  With ``multiclass='joint'``:
+        shape (n_classes,), ``y_t . b / rho`` per class.
     n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        One entry per binary problem ('joint': shape (1,)).
     fit_status_ : int
         0 when every sub-problem converged, 1 otherwise.
     solver_info_ : list of dict
@@ -226,6 +244,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         n_candidates: int | None = None,
         batch_size: int | None = None,
         n_init: int = 20,
+        multiclass: str = "ovo",
         decision_function_shape: str = "ovr",
         break_ties: bool = False,
         verbose: bool | float = False,
@@ -256,6 +275,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.n_candidates = n_candidates
         self.batch_size = batch_size
         self.n_init = n_init
+        self.multiclass = multiclass
         self.decision_function_shape = decision_function_shape
         self.break_ties = break_ties
         self.verbose = verbose
@@ -288,6 +308,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
                 raise ValueError(f"{name} must be None or an integer >= 1; got {value!r}")
         check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
+        self._check_joint_params()
         check_choice("second_vertex", self.second_vertex, SECOND_VERTEX_RULES)
         if not isinstance(self.bias, bool):
             check_choice("bias", self.bias, BIAS_RULES)
@@ -311,6 +332,20 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"gmdm_k must be in [0, 1]; got {self.gmdm_k!r}")
         if isinstance(self.n_init, bool) or not isinstance(self.n_init, (int, np.integer)) or self.n_init < 2:
             raise ValueError(f"n_init must be an integer >= 2; got {self.n_init!r}")
+
+    def _check_joint_params(self) -> None:
+        check_choice("multiclass", self.multiclass, MULTICLASS_MODES)
+        if self.multiclass != "joint":
+            return
+        if self.solver not in CORE_SET_SOLVERS:
+            raise ValueError(
+                f"multiclass='joint' supports solver='coreset' or 'cvm' (the core-set solvers); got {self.solver!r}"
+            )
+        if self.decision_function_shape != "ovr":
+            raise ValueError(
+                "multiclass='joint' gives one score per class: decision_function_shape must be 'ovr'; "
+                f"got {self.decision_function_shape!r}"
+            )
 
     def _solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
         full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
@@ -397,6 +432,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
         self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
         C_per_sample = self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
+        self._joint_model = None
+        if self.multiclass == "joint":
+            return self._fit_joint(X, y_index, keep, C_per_sample, rng)
 
         models = []
         pairs = OneVsOneLayout.pairs(len(classes))
@@ -460,11 +498,56 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.solver_info_ = [model.info for model in models]
         self.fit_status_ = int(any(info["status"] != "converged" for info in self.solver_info_))
 
-    # ----------------------------------------------------------------- predict
-    def _pair_decisions(self, X) -> np.ndarray:
+    def _fit_joint(self, X, y_index, keep, C_per_sample, rng):
+        """``multiclass='joint'``: one simplex problem for all classes (see :mod:`coresvm.joint`)."""
+        rows = np.flatnonzero(keep)
+        X_rows = X if len(rows) == X.shape[0] else X[rows]
+        if self.solver in MEB_SOLVERS and np.ptp(C_per_sample[rows]) > 0:
+            raise ValueError(
+                f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
+                "sample_weight or class_weight make C vary. Use solver='coreset' with weights."
+            )
+        time_budget = self.max_time if self.max_time is not None else np.inf
+        options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_budget)
+        model, result = fit_joint(X_rows, y_index[rows], len(self.classes_), C_per_sample[rows], self._kernel_spec,
+                                  options, self._bias_rule)
+        if result.status != "converged":
+            warnings.warn(
+                f"CoreSVC (multiclass='joint') stopped before convergence ({result.status}, relative gap "
+                f"{result.rel_gap:.2e} > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time "
+                "(or cache_size when the core set is full) or loosen tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        model.support = rows[model.support]
+        self._joint_model = model
+        if hasattr(self, "_pair_coef"):
+            del self._pair_coef  # a previous one-vs-one fit's
+        self.support_ = model.support
+        self.support_vectors_ = X[model.support]
+        self.n_support_ = np.bincount(model.support_class, minlength=len(self.classes_)).astype(np.int32)
+        self.dual_coef_ = model.coef.T.copy()
+        self.intercept_ = model.intercept
+        self._sv_norms = squared_norms(self.support_vectors_)
+        self.n_iter_ = np.array([model.info["iterations"]], dtype=np.int64)
+        self.solver_info_ = [model.info]
+        self.fit_status_ = int(model.info["status"] != "converged")
+        return self
+
+    def _joint_scores(self, X) -> np.ndarray:
+        """``multiclass='joint'``: (n_samples, n_classes) class scores."""
+        X = self._validated_predict_input(X)
+        return self._joint_model.decision_function(X, self.support_vectors_, self._kernel_spec, self._sv_norms)
+
+    def _validated_predict_input(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
         check_finite_input(X)
+        return X
+
+    # ----------------------------------------------------------------- predict
+    def _pair_decisions(self, X) -> np.ndarray:
+        X = self._validated_predict_input(X)
         decisions = kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef,
                                    norms_b=self._sv_norms)
         decisions += self.intercept_
@@ -477,7 +560,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         with ``decision_function_shape='ovo'``: the pairwise values
         (n_samples, n_pairs), pair (i, j) positive for class i (LIBSVM's
         order); with 'ovr': (n_samples, n_classes) scores as in scikit-learn.
+        ``multiclass='joint'``: the class scores (n_samples, n_classes); for two
+        classes half their difference, shape (n_samples,), the binary machine's
+        decision.
         """
+        if getattr(self, "_joint_model", None) is not None:
+            scores = self._joint_scores(X)
+            return 0.5 * (scores[:, 1] - scores[:, 0]) if len(self.classes_) == 2 else scores
         decisions = self._pair_decisions(X)
         if len(self.classes_) == 2:
             return decisions[:, 0]
@@ -486,7 +575,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return decisions
 
     def predict(self, X) -> np.ndarray:
-        """Class labels: the sign for two classes, max-wins voting for more."""
+        """Class labels: the sign for two classes, max-wins voting for more ('joint': the largest score)."""
+        if getattr(self, "_joint_model", None) is not None:
+            return self.classes_[np.argmax(self._joint_scores(X), axis=1)]
         decisions = self._pair_decisions(X)
         if len(self.classes_) == 2:
             return self.classes_[(decisions[:, 0] > 0).astype(int)]

@@ -236,6 +236,9 @@ def _extended_block(problem, rows_a, rows_b) -> np.ndarray:
     K = kernel_block(problem.X[rows_a], problem.X[rows_b], problem.kernel,
                      problem.norms[rows_a], problem.norms[rows_b])
     K += problem.bias_term
+    if problem.is_joint:
+        K *= problem.label_products(rows_a, rows_b)  # L[c_a, c_b] (seed 004 sec. 5.4)
+        return K
     K *= problem.y[rows_a][:, None]
     K *= problem.y[rows_b][None, :]
     return K
@@ -261,11 +264,32 @@ def _add_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> No
 def _score_candidates(problem, candidates, core: CoreSetState) -> np.ndarray:
     """``G_c = (Q a)_c`` for points outside the core set (no 1/C term: c is not in it)."""
     n = core.size
-    active = core.points[:n][core.alpha[:n] > 0]
-    signed = core.alpha[:n][core.alpha[:n] > 0] * problem.y[active]
-    sums = kernel_product(problem.X[candidates], problem.X[active], problem.kernel, signed,
-                          problem.norms[candidates], problem.norms[active])
-    return problem.y[candidates] * (sums + problem.bias_term * signed.sum())
+    positive = core.alpha[:n] > 0
+    return _label_weighted_sums(problem, candidates, core.points[:n][positive], core.alpha[:n][positive])
+
+
+def _label_weighted_sums(problem, targets, support, alpha) -> np.ndarray:
+    """``sum_j Q_tj a_j`` over ``support`` for every target ``t``, without the ``1/C`` diagonal.
+
+    Binary: ``y_t (sum_j a_j y_j k_tj + bias sum_j a_j y_j)``, one kernel product.
+    Joint (seed 004 sec. 5.4): with one coefficient column per class,
+    ``S[t, c] = sum_{j in class c} a_j (k_tj + bias)``, and
+    ``Q_tj = L[c_t, c_j] (k_tj + bias)`` gives ``g_t = sum_c L[c_t, c] S[t, c]``;
+    for the simplex labels that is ``K/(K-1) S[t, c_t] - 1/(K-1) sum_c S[t, c]``.
+    The kernel block is computed once either way; only the GEMV becomes a
+    GEMM with K columns.
+    """
+    if problem.is_joint:
+        per_class = np.zeros((len(support), problem.label_gram.shape[0]))
+        per_class[np.arange(len(support)), problem.class_index[support]] = alpha
+        S = kernel_product(problem.X[targets], problem.X[support], problem.kernel, per_class,
+                           problem.norms[targets], problem.norms[support])
+        S += problem.bias_term * per_class.sum(axis=0)
+        return np.einsum("tc,tc->t", S, problem.label_gram[problem.class_index[targets]])
+    signed = alpha * problem.y[support]
+    sums = kernel_product(problem.X[targets], problem.X[support], problem.kernel, signed,
+                          problem.norms[targets], problem.norms[support])
+    return problem.y[targets] * (sums + problem.bias_term * signed.sum())
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
@@ -360,11 +384,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
 
 def _exact_gradient(problem, support, alpha) -> np.ndarray:
     """``(Q a)`` on the support, from the kernel in float64."""
-    signed = alpha * problem.y[support]
-    X_support = problem.X[support]
-    sums = kernel_product(X_support, X_support, problem.kernel, signed,
-                          problem.norms[support], problem.norms[support])
-    return problem.y[support] * (sums + problem.bias_term * signed.sum()) + problem.inv_c[support] * alpha
+    return _label_weighted_sums(problem, support, support, alpha) + problem.inv_c[support] * alpha
 
 
 def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int) -> int:

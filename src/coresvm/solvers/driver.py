@@ -196,7 +196,7 @@ def _result(support, alpha, n_iter, gap, scale, status, n2, elapsed, **extra) ->
 
 def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
     extra = {}
-    if options.radius_test:
+    if options.radius_test and problem.lam == 1.0:
         # CVM (seed 002): stop when no sampled point lies outside the (1 + eps)-ball.
         # ||c - x~_i||^2 > (1 + eps)^2 R^2 is the core-set loop's relative test with
         # tol = (1 + eps)^2 - 1, since its scale is R^2 = a'diag(Q) - a'Qa when lam = 1.
