@@ -30,6 +30,7 @@ from ..kernels import kernel_block, kernel_product
 from .engine import (
     SECOND_IMDM,
     SECOND_MDM,
+    STATUS_CALLBACK,
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
@@ -336,6 +337,12 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             finishing, quiet_rounds = False, 0
         if core_set_full:
             status = STATUS_CORE_SET_FULL
+            break
+        if options.callback is not None and options.callback(
+            {"iteration": total_steps, "round": rounds, "gap": gap, "rel_gap": gap / scale,
+             "n_active": int(np.sum(alpha > 0)), "elapsed": elapsed}
+        ):
+            status = STATUS_CALLBACK
             break
         if total_steps >= options.max_iter:
             status = STATUS_MAX_ITER
