@@ -207,6 +207,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
 
 _BLAS_CONTROLLER: ThreadpoolController | None = None
 _THREAD_SETTINGS = threading.local()
+_CPU_COUNT = os.cpu_count() or 1
 
 
 def default_kernel_threads() -> int:
@@ -216,7 +217,7 @@ def default_kernel_threads() -> int:
     worker sets its limit to 1 (:func:`limit_kernel_threads`) so the workers do
     not each start a pool of ``cpu_count`` threads.
     """
-    return getattr(_THREAD_SETTINGS, "n_threads", None) or os.cpu_count() or 1
+    return getattr(_THREAD_SETTINGS, "n_threads", None) or _CPU_COUNT
 
 
 @contextmanager

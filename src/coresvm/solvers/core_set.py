@@ -196,8 +196,16 @@ class CoreSetState:
     size: int = 0
 
     @classmethod
-    def within_budget(cls, budget_bytes: int, tol: float) -> CoreSetState:
+    def within_budget(cls, budget_bytes: int, tol: float, max_points: int | None = None) -> CoreSetState:
+        """A core set as large as ``budget_bytes`` allow, and no larger than the problem (``max_points``).
+
+        Capping at the problem size keeps the Gram of a small problem (a
+        one-vs-one pair) small and contiguous instead of a few rows of a
+        budget-sized matrix.
+        """
         capacity = core_set_capacity(budget_bytes, tol)
+        if max_points is not None:
+            capacity = max(1, min(capacity, int(max_points)))
         return cls(
             np.zeros(capacity, dtype=np.int64), np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
             np.zeros((capacity, capacity), dtype=gram_dtype(tol)),
@@ -273,7 +281,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds)."""
     m = problem.n_points
     lam = float(problem.lam)
-    core = CoreSetState.within_budget(options.cache_bytes, options.tol)
+    core = CoreSetState.within_budget(options.cache_bytes, options.tol, max_points=m)
     init_idx, init_alpha = init_idx[: core.capacity], init_alpha[: core.capacity] / init_alpha[: core.capacity].sum()
     _add_points(problem, core, init_idx, init_alpha, np.zeros(len(init_idx)))
     n = core.size
