@@ -65,6 +65,9 @@ SEARCH_MODES = ("auto", "full", "random")
 AUTO_FULL_SEARCH_MAX_POINTS = 20_000
 # Multiclass decompositions CoreSVC knows; 'joint' (the all-at-once machine) is added separately.
 MULTICLASS_MODES = ("ovo", "ovr")
+# Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
+# blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: see README).
+ONE_THREAD_MAX_POINTS = 5000
 PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -b 1 uses 5 as well)
 
 
@@ -532,7 +535,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         budget = _TimeBudget(self.max_time, len(problems), n_jobs)
         stop = threading.Event()  # set when the callback asks to stop
         if n_jobs == 1:
-            return [self._fit_binary(X, problem, budget, stop) for problem in problems]
+            if max(len(problem.rows) for problem in problems) > ONE_THREAD_MAX_POINTS:
+                return [self._fit_binary(X, problem, budget, stop) for problem in problems]
+            # Small sub-problems: threads inside one (BLAS, kernel blocks) cost more than they save.
+            with single_threaded_blas():
+                return [self._fit_binary_in_worker(X, problem, budget, stop) for problem in problems]
         # BLAS limits are process-wide: set once here, around all workers.
         with single_threaded_blas():
             return Parallel(n_jobs=n_jobs, backend="threading")(
