@@ -126,3 +126,17 @@ def test_sample_weight_of_a_class_acts_like_class_weight(multiclass):
     by_class = CoreSVC(class_weight={2: 5.0}, **params).fit(X, y)
     by_sample = CoreSVC(**params).fit(X, y, sample_weight=np.where(y == 2, 5.0, 1.0))
     np.testing.assert_allclose(by_class.decision_function(X), by_sample.decision_function(X), rtol=1e-6, atol=1e-8)
+
+
+def test_one_vs_rest_model_file_round_trip(tmp_path, iris):
+    from coresvm.model_io import load_model, save_model
+
+    X, y = iris
+    y = np.where(np.arange(len(y)) % 4 == 0, 3, y)  # 4 classes: 4 problems, 6 pairs
+    model = CoreSVC(C=10, gamma=0.5, multiclass="ovr", random_state=0).fit(X, y)
+    save_model(model, tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with pytest.raises(ValueError, match="one-vs-one models only"):
+        save_model(model, tmp_path / "m.libsvm", format="libsvm")

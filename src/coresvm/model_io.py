@@ -171,7 +171,8 @@ def model_summary(model) -> dict:
         "n_support": [int(v) for v in getattr(model, "n_support_", [])],
         "support_vectors": "csr" if sp.issparse(model.support_vectors_) else f"dense {model.support_vectors_.dtype}",
         "bias_rule": "theoretic: b = sum_i alpha_i y_i / rho" if bias else "none (b = 0)",
-        "multiclass": "one-vs-one with max-wins voting" if len(model.classes_) > 2 else "binary",
+        "multiclass": ("binary" if len(model.classes_) == 2 else "one-vs-rest, largest decision value"
+                       if getattr(model, "_decomposition", "ovo") == "ovr" else "one-vs-one with max-wins voting"),
         "decision_function_shape": params.get("decision_function_shape"),
         "fit_status": int(getattr(model, "fit_status_", 0)),
         "iterations": [int(v) for v in getattr(model, "n_iter_", [])],
@@ -401,6 +402,8 @@ def _check_consistent(model, path) -> None:
         raise ModelFormatError(f"{path}: corrupt model file (missing {', '.join(missing)})")
     n_classes = len(model.classes_)
     n_pairs = n_classes * (n_classes - 1) // 2
+    if getattr(model, "_decomposition", "ovo") == "ovr":  # one problem per class (CoreSVC multiclass='ovr')
+        n_pairs = n_classes
     n_sv = model.support_vectors_.shape[0]
     problems = []
     if n_classes < 2:
@@ -427,6 +430,9 @@ def libsvm_model_text(model) -> str:
         If a class label is not an integer (LIBSVM stores labels as ``int``).
     """
     _check_fitted(model)
+    if getattr(model, "_decomposition", "ovo") == "ovr":
+        raise ValueError("LIBSVM's model format holds one-vs-one models only; this model was fitted with "
+                         "multiclass='ovr' (save it in the native format)")
     labels = _integer_labels(model.classes_)
     if getattr(model, "break_ties", False) and len(labels) > 2:
         warnings.warn(

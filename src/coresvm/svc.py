@@ -654,33 +654,31 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array([model.info["iterations"] for model in models], dtype=np.int64)
         self.solver_info_ = [model.info for model in models]
         self.fit_status_ = int(any(info["status"] != "converged" for info in self.solver_info_))
-        self._warm_solution = {
-            "multiclass": self.multiclass,
-            "classes": self.classes_,
-            "support": self.support_,
-            "support_vectors": self.support_vectors_,
-            "support_classes": y_index[self.support_],
-            "solutions": [(model.rows, model.alpha) for model in models],
-        }
+        # What a warm start needs, as flat arrays (model files store them like any attribute).
+        self._fitted_multiclass = self.multiclass
+        self._warm_rows = np.concatenate([model.rows for model in models])
+        self._warm_alpha = np.concatenate([model.alpha for model in models])
+        self._warm_offsets = np.cumsum([0] + [len(model.rows) for model in models]).astype(np.int64)
+        self._warm_support_classes = y_index[self.support_]
 
     # ------------------------------------------------------------ warm starts
-    def _previous_solution(self, X, y_index, classes) -> dict | None:
+    def _previous_solution(self, X, y_index, classes) -> list | None:
         """The last fit's solution if ``warm_start`` is on and it still fits the data, else None.
 
         Rule: same classes and decomposition, and the old support vectors are
         still rows ``support_`` of the new ``X`` (same values, same classes).
         """
-        old = getattr(self, "_warm_solution", None)
-        if not self.warm_start or old is None:
+        if not self.warm_start or not hasattr(self, "_warm_rows"):
             return None
-        if old["multiclass"] != self.multiclass or not _same_labels(old["classes"], classes):
+        if self._fitted_multiclass != self.multiclass or not _same_labels(self.classes_, classes):
             return None
-        rows, vectors = old["support"], old["support_vectors"]
+        rows, vectors = self.support_, self.support_vectors_  # still the previous fit's
         if vectors.shape[1] != X.shape[1] or (len(rows) and rows.max() >= X.shape[0]):
             return None
-        if not np.array_equal(y_index[rows], old["support_classes"]) or not _same_rows(X[rows], vectors):
+        if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(X[rows], vectors):
             return None
-        return old
+        bounds = self._warm_offsets
+        return [(self._warm_rows[a:b], self._warm_alpha[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     # ---------------------------------------------------------- probabilities
     def _fit_probability(self, X, y, y_index, sample_weight, keep, problems, rng) -> None:
@@ -827,10 +825,10 @@ def _same_rows(A, B) -> bool:
     return bool(np.array_equal(A, B))
 
 
-def _attach_warm_starts(problems: list[SubProblem], previous: dict) -> None:
+def _attach_warm_starts(problems: list[SubProblem], previous: list) -> None:
     """Give each sub-problem its previous support (as positions in its new rows) and weights."""
-    for problem, (old_rows, old_alpha) in zip(problems, previous["solutions"], strict=True):
-        if old_alpha is None or len(old_rows) == 0:
+    for problem, (old_rows, old_alpha) in zip(problems, previous, strict=True):
+        if len(old_rows) == 0:
             continue
         positions = np.searchsorted(problem.rows, old_rows)
         inside = positions < len(problem.rows)
