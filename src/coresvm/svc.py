@@ -729,7 +729,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         n_classes = len(self.classes_)
         if n_classes == 2:
             return np.column_stack([1.0 - per_problem[:, 0], per_problem[:, 0]])
-        if self._decomposition == "ovr":
+        if self._is_one_vs_rest:
             return normalize_one_vs_rest(per_problem)
         return couple_pairwise(per_problem, n_classes)
 

@@ -97,7 +97,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
     return p_j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
 def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left):
     """Pairwise steps on the core set until its relative gap is below ``tol``
     (or ``max_steps`` steps, or ``time_left`` seconds).
@@ -226,7 +226,7 @@ class CoreSetState:
         self.size = n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _compact_gram_in_place(gram, keep):
     """``gram[:n, :n] = gram[keep][:, keep]`` without a temporary copy.
 

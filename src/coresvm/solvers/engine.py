@@ -147,7 +147,7 @@ def _best_partner_slot(s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, co
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
 def solve_simplex(
     data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag, lam,
     step_rule, second_rule, gmdm_k, sample_size, tol, max_iter, max_time, eta, seed,
