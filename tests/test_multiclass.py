@@ -140,3 +140,36 @@ def test_one_vs_rest_model_file_round_trip(tmp_path, iris):
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     with pytest.raises(ValueError, match="one-vs-one models only"):
         save_model(model, tmp_path / "m.libsvm", format="libsvm")
+
+
+@pytest.fixture(scope="module")
+def usps():
+    import gzip
+
+    from coresvm.datasets import datasets_dir
+
+    root = datasets_dir()
+    if not (root / "zip.train.gz").exists():
+        pytest.skip("USPS (zip.train.gz) not in the shared datasets folder")
+
+    def load(name):
+        values = np.loadtxt(gzip.open(root / name, "rt"))
+        return values[:, 1:], values[:, 0].astype(int)
+
+    return load("zip.train.gz") + load("zip.test.gz")
+
+
+def test_usps_one_vs_one_matches_svc_accuracy(usps):
+    # scikit-learn SVC(C=4, gamma=2^-7): 95.47%; CoreSVC's C chosen on a validation split of the
+    # training set (benchmarks/multiclass_benchmark.py): 16
+    X_train, y_train, X_test, y_test = usps
+    model = CoreSVC(C=16, gamma=2**-7, n_jobs=2, random_state=0).fit(X_train, y_train)
+    assert model.score(X_test, y_test) >= 0.95
+    assert model.fit_status_ == 0
+
+
+def test_usps_one_vs_rest_on_a_subset(usps):
+    X_train, y_train, X_test, y_test = usps
+    model = CoreSVC(C=16, gamma=2**-7, multiclass="ovr", random_state=0).fit(X_train[:2000], y_train[:2000])
+    assert model.decision_function(X_test).shape == (len(y_test), 10)
+    assert model.score(X_test, y_test) >= 0.92
