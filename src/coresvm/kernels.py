@@ -17,14 +17,16 @@ Two evaluation paths share one definition of each kernel:
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, types
 from numba.extending import overload
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
 KERNEL_CODES = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "sigmoid": SIGMOID}
@@ -192,8 +194,8 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
         out[start:stop] = part
 
     starts = range(0, n_a, rows)
-    n_threads = min(n_threads or os.cpu_count() or 1, len(starts))
-    with threadpool_limits(1, user_api="blas"):
+    n_threads = min(n_threads or default_kernel_threads(), len(starts))
+    with single_threaded_blas():
         if n_threads <= 1:
             for start in starts:
                 one_block(start)
@@ -201,6 +203,45 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
             with ThreadPoolExecutor(n_threads) as pool:
                 list(pool.map(one_block, starts))
     return out
+
+
+_BLAS_CONTROLLER: ThreadpoolController | None = None
+_THREAD_SETTINGS = threading.local()
+_CPU_COUNT = os.cpu_count() or 1
+
+
+def default_kernel_threads() -> int:
+    """Threads ``kernel_product`` uses when not told: all cores, unless this thread set a limit.
+
+    Parallel one-vs-one training runs one sub-problem per worker thread; each
+    worker sets its limit to 1 (:func:`limit_kernel_threads`) so the workers do
+    not each start a pool of ``cpu_count`` threads.
+    """
+    return getattr(_THREAD_SETTINGS, "n_threads", None) or _CPU_COUNT
+
+
+@contextmanager
+def limit_kernel_threads(n_threads: int):
+    """Within the context, ``kernel_product`` calls of *this thread* use at most ``n_threads`` threads."""
+    previous = getattr(_THREAD_SETTINGS, "n_threads", None)
+    _THREAD_SETTINGS.n_threads = int(n_threads)
+    try:
+        yield
+    finally:
+        _THREAD_SETTINGS.n_threads = previous
+
+
+def single_threaded_blas():
+    """A context that holds BLAS to one thread.
+
+    The controller (which scans the loaded libraries, ~10 ms) is built once:
+    ``threadpool_limits`` would rebuild it on every call, which dominated
+    one-vs-one fits made of many small kernel products.
+    """
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def kernel_diagonal(X, spec: KernelSpec, norms=None) -> np.ndarray:

@@ -182,7 +182,11 @@ def model_summary(model) -> dict:
 def _multiclass_summary(model) -> str:
     if getattr(model, "_joint_model", None) is not None:
         return "joint (all-at-once, seed 004 sec. 5.4): argmax of one score per class"
-    return "one-vs-one with max-wins voting" if len(model.classes_) > 2 else "binary"
+    if len(model.classes_) == 2:
+        return "binary"
+    if getattr(model, "_decomposition", "ovo") == "ovr":
+        return "one-vs-rest, largest decision value"
+    return "one-vs-one with max-wins voting"
 
 
 # --------------------------------------------------------------------------- native: write
@@ -410,6 +414,8 @@ def _check_consistent(model, path) -> None:
         raise ModelFormatError(f"{path}: corrupt model file (missing {', '.join(missing)})")
     n_classes = len(model.classes_)
     n_pairs = n_classes * (n_classes - 1) // 2
+    if getattr(model, "_decomposition", "ovo") == "ovr":  # one problem per class (CoreSVC multiclass='ovr')
+        n_pairs = n_classes
     n_sv = model.support_vectors_.shape[0]
     problems = []
     if n_classes < 2:
@@ -457,6 +463,9 @@ def libsvm_model_text(model) -> str:
             "LIBSVM's model format holds one-vs-one models only; multiclass='joint' models can be saved with "
             "format='native'"
         )
+    if getattr(model, "_decomposition", "ovo") == "ovr":
+        raise ValueError("LIBSVM's model format holds one-vs-one models only; this model was fitted with "
+                         "multiclass='ovr' (save it in the native format)")
     labels = _integer_labels(model.classes_)
     if getattr(model, "break_ties", False) and len(labels) > 2:
         warnings.warn(

@@ -1,4 +1,4 @@
-"""One-vs-one decomposition and LIBSVM's support-vector layout.
+"""Multiclass decompositions (one-vs-one, one-vs-rest) and LIBSVM's support-vector layout.
 
 Each pair of classes ``(a, b)``, ``a < b``, gets its own binary simplex
 problem.  The fitted model keeps the union of the pairs' support vectors,
@@ -9,7 +9,7 @@ layout: for pair ``(a, b)`` the coefficients of class-``a`` SVs sit in row
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,6 +22,7 @@ class BinaryModel:
     coef: np.ndarray  # a_i y_i / rho
     intercept: float  # sum a_i y_i / rho (0 without bias)
     info: dict
+    alpha: np.ndarray | None = None  # the simplex weights of ``rows`` (kept for warm starts)
 
     @classmethod
     def from_solution(cls, rows, result, signs, bias: bool, bias_value: float | None = None) -> BinaryModel:
@@ -42,7 +43,77 @@ class BinaryModel:
             intercept = float(coef.sum())
         info = result.as_record()
         info["rho"] = rho
-        return cls(np.asarray(rows, dtype=np.int64), coef, intercept, info)
+        return cls(np.asarray(rows, dtype=np.int64), coef, intercept, info, np.asarray(result.alpha, dtype=float))
+
+
+@dataclass
+class SubProblem:
+    """One binary problem of a decomposition: which training rows, their signs, their C_i.
+
+    ``seed`` is drawn before any sub-problem is dispatched, so the result does
+    not depend on the order (or the worker) in which the sub-problems run.
+    """
+
+    index: int
+    label: tuple  # (a, b) for a one-vs-one pair (a positive), (k,) for class k against the rest
+    rows: np.ndarray
+    signs: np.ndarray
+    C: np.ndarray
+    seed: int
+    init: tuple | None = field(default=None)  # warm start: (local positions, simplex weights)
+
+
+def one_vs_one_problems(y_index, keep, C_per_sample, n_classes: int, seeds) -> list[SubProblem]:
+    """LIBSVM's pairs ``(a, b)``, ``a < b``: class ``a`` is +1 ... except that for
+    binary problems scikit-learn makes ``classes_[1]`` the positive class."""
+    problems = []
+    for index, (first, second) in enumerate(OneVsOneLayout.pairs(n_classes)):
+        rows = np.flatnonzero(keep & ((y_index == first) | (y_index == second)))
+        positive = second if n_classes == 2 else first
+        signs = np.where(y_index[rows] == positive, 1.0, -1.0)
+        problems.append(SubProblem(index, (first, second), rows, signs, C_per_sample[rows], int(seeds[index])))
+    return problems
+
+
+def one_vs_rest_problems(y_index, keep, C_per_sample, n_classes: int, seeds) -> list[SubProblem]:
+    """Class ``k`` (+1) against all other classes (-1), on every kept row; one problem when binary."""
+    if n_classes == 2:
+        return one_vs_one_problems(y_index, keep, C_per_sample, n_classes, seeds)
+    rows = np.flatnonzero(keep)
+    return [
+        SubProblem(k, (k,), rows, np.where(y_index[rows] == k, 1.0, -1.0), C_per_sample[rows], int(seeds[k]))
+        for k in range(n_classes)
+    ]
+
+
+def n_problems(multiclass: str, n_classes: int) -> int:
+    if n_classes == 2:
+        return 1
+    return n_classes * (n_classes - 1) // 2 if multiclass == "ovo" else n_classes
+
+
+@dataclass
+class OneVsRestLayout:
+    """The union of the one-vs-rest problems' SVs (grouped by class) and one coefficient column per class."""
+
+    support: np.ndarray
+    n_support: np.ndarray
+    dual_coef: np.ndarray  # (n_classes, n_SV): row k is problem k's coefficients
+    intercept: np.ndarray  # (n_classes,)
+    pair_coef: np.ndarray  # (n_SV, n_classes)
+
+    @classmethod
+    def build(cls, models: list[BinaryModel], y_index: np.ndarray, n_classes: int) -> OneVsRestLayout:
+        all_rows = np.unique(np.concatenate([model.rows for model in models]))
+        support = all_rows[np.lexsort((all_rows, y_index[all_rows]))]
+        n_support = np.bincount(y_index[support], minlength=n_classes).astype(np.int32)
+        coef = np.zeros((len(support), len(models)))
+        for k, model in enumerate(models):
+            order = np.argsort(support)
+            places = order[np.searchsorted(support[order], model.rows)]
+            coef[places, k] = model.coef
+        intercept = np.array([model.intercept for model in models])
+        return cls(support, n_support, coef.T.copy(), intercept, coef)
 
 
 @dataclass

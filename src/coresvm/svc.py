@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
+from collections.abc import Callable
+from dataclasses import replace
 
+import numba
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
+import scipy.sparse as sp
+from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -20,9 +28,25 @@ from ._validation import (
     check_positive,
     class_weight_per_sample,
 )
+from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
 from .joint import fit_joint
-from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
-from .multiclass import BinaryModel, OneVsOneLayout
+from .kernels import (
+    KernelSpec,
+    kernel_product,
+    limit_kernel_threads,
+    resolve_gamma,
+    single_threaded_blas,
+    squared_norms,
+)
+from .multiclass import (
+    BinaryModel,
+    OneVsOneLayout,
+    OneVsRestLayout,
+    SubProblem,
+    n_problems,
+    one_vs_one_problems,
+    one_vs_rest_problems,
+)
 from .problem import SimplexProblem, kkt_bias
 from .solvers.core_set import core_set_capacity
 from .solvers.driver import SolverOptions, run_engine
@@ -38,9 +62,14 @@ BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws
 BIAS_RULES = ("theoretic", "kkt", "none")
 SAMPLING_MODES = ("uniform", "stratified")
 SEARCH_MODES = ("auto", "full", "random")
-MULTICLASS_MODES = ("ovo", "joint")
 # With at most this many points (per binary problem) 'auto' scans the full gradient.
 AUTO_FULL_SEARCH_MAX_POINTS = 20_000
+# Multiclass modes: one-vs-one, one-vs-rest, and the all-at-once machine (joint.py).
+MULTICLASS_MODES = ("ovo", "ovr", "joint")
+# Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
+# blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: see README).
+ONE_THREAD_MAX_POINTS = 5000
+PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -b 1 uses 5 as well)
 
 
 class CoreSVC(ClassifierMixin, BaseEstimator):
@@ -182,6 +211,59 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     break_ties : bool, default=False
         With 'ovr' and more than two classes, predict the argmax of the 'ovr'
         scores, which breaks voting ties by confidence (slower).
+    multiclass : {'ovo', 'ovr'}, default='ovo'
+        How more than two classes are decomposed into binary L2-SVMs.  'ovo':
+        one problem per pair of classes on the two classes' rows, max-wins
+        voting (LIBSVM's scheme; many small problems).  'ovr': one problem per
+        class against all others on every row, prediction by the largest
+        decision value (fewer, larger problems).  Binary data gives the same
+        single problem either way.
+    n_jobs : int or None, default=None
+        Sub-problems (pairs or classes) trained at the same time, in joblib
+        threads (None: 1; -1: all cores).  Each sub-problem's random seed is
+        drawn before any is dispatched, so the model is identical for every
+        ``n_jobs``.  With ``n_jobs > 1`` every worker runs its kernel
+        products, BLAS and Numba code on one thread, so the workers do not
+        oversubscribe the cores.
+    probability : bool, default=False
+        Fit Platt sigmoids ``P(y=+1|f) = 1/(1+exp(A f + B))`` to decision values
+        of held-out points from an internal 5-fold stratified cross-validation
+        on the training set (as LIBSVM's ``-b 1``; deterministic for a fixed
+        ``random_state``; the fit costs about 5 more trainings on 4/5 of the
+        data).  Enables :meth:`predict_proba` and :meth:`predict_log_proba`.
+        'ovo' multiclass couples the pairwise probabilities (Wu, Lin & Weng
+        2004, method 2); 'ovr' renormalizes the per-class ones.
+        ``predict`` still uses the decision function, so ``argmax`` of
+        :meth:`predict_proba` can differ from :meth:`predict` on points near
+        a boundary (as in LIBSVM and scikit-learn's SVC); for two classes it
+        equals ``f(x) > -B/A`` (the sigmoid's 0.5 point) instead of ``f(x) > 0``.
+    warm_start : bool, default=False
+        Refit from the previous solution: each sub-problem's solver starts
+        from its old support vectors and weights instead of a random subset
+        (the core-set solvers start from the old core set).  Used when C, the
+        weights or the data changed, provided the rows of the old support
+        vectors are still there: the previous ``support_`` indices must be
+        rows of the new ``X`` holding the same vectors with the same classes
+        (append new rows at the end), and the classes, kernel and
+        ``multiclass`` must be unchanged.  Otherwise the fit silently starts
+        cold.  ``warm_started_`` tells which happened.
+    callback : callable or None, default=None
+        ``callback(info) -> bool`` called during training with a dict:
+        ``problem`` (index of the sub-problem), ``label`` (its pair ``(a, b)``
+        or ``(k,)`` as class indices), ``iteration``, ``gap``, ``rel_gap``,
+        ``n_active``, ``elapsed`` (seconds in this sub-problem).  Returning
+        True stops training: the current sub-problem keeps its solution so
+        far and every later one stops at its first call (status 'callback'),
+        so a model is always fitted.  The core-set solvers ('coreset', 'cvm')
+        call it once per outer round (no extra cost).  The Frank-Wolfe solvers
+        run in compiled loops, so with a callback they run in chunks of
+        ``callback_every`` iterations, each warm-started from the last (a
+        chunked run takes different random draws than an unchunked one; the
+        optimum is the same).  The gsvm family ('bvm', 'sphere', 'mnsvm') does
+        not support callbacks.  With ``n_jobs > 1`` it is called from worker
+        threads.
+    callback_every : int, default=1000
+        Iterations per chunk between callback calls of the Frank-Wolfe solvers.
     verbose : bool or float, default=False
         Print iteration, gap, #SV and elapsed time; a number sets the interval
         in seconds (True means one second).
@@ -197,19 +279,22 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     support_vectors_ : ndarray or CSR matrix of shape (n_SV, n_features)
     n_support_ : ndarray of shape (n_classes,)
     dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
-        ``a_i y_i / rho`` in LIBSVM's one-vs-one layout.  Dividing by the
+        ``a_i y_i / rho`` in LIBSVM's one-vs-one layout.  With
+        ``multiclass='ovr'`` and more than two classes: shape (n_classes, n_SV),
+        row k holding problem k's coefficients.  Dividing by the
         margin ``rho = a'Qa`` puts the decision function on SVC's scale
         (margin support vectors have ``|f(x)| = 1`` when their slack is 0).
-        With ``multiclass='joint'``: shape (n_classes, n_SV), row ``t`` holds
-        ``a_i L[c_i, t] / rho``, so that class ``t``'s score is
-        ``dual_coef_[t] @ k(support_vectors_, x) + intercept_[t]``.
-    intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
-        ``sum_i a_i y_i / rho`` (0 without bias).  With ``multiclass='joint'``:
-        shape (n_classes,), ``y_t . b / rho`` per class.
-    n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
-        One entry per binary problem ('joint': shape (1,)).
+    intercept_ : ndarray of shape (n_problems,)
+        ``sum_i a_i y_i / rho`` (0 without bias), one per sub-problem:
+        ``n_classes * (n_classes - 1) / 2`` pairs ('ovo') or ``n_classes``
+        ('ovr'; 1 for binary data).
+    n_iter_ : ndarray of shape (n_problems,)
     fit_status_ : int
         0 when every sub-problem converged, 1 otherwise.
+    probA_, probB_ : ndarray of shape (n_problems,)
+        Platt's sigmoid parameters per sub-problem (``probability=True``).
+    warm_started_ : bool
+        Whether the last fit started from the previous solution.
     solver_info_ : list of dict
         Per binary problem: iterations, final gap and relative gap, status,
         time, active-set size, cache hits and misses.
@@ -244,9 +329,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         n_candidates: int | None = None,
         batch_size: int | None = None,
         n_init: int = 20,
-        multiclass: str = "ovo",
         decision_function_shape: str = "ovr",
         break_ties: bool = False,
+        multiclass: str = "ovo",
+        n_jobs: int | None = None,
+        probability: bool = False,
+        warm_start: bool = False,
+        callback: Callable[[dict], bool] | None = None,
+        callback_every: int = 1000,
         verbose: bool | float = False,
         random_state=None,
     ):
@@ -275,9 +365,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.n_candidates = n_candidates
         self.batch_size = batch_size
         self.n_init = n_init
-        self.multiclass = multiclass
         self.decision_function_shape = decision_function_shape
         self.break_ties = break_ties
+        self.multiclass = multiclass
+        self.n_jobs = n_jobs
+        self.probability = probability
+        self.warm_start = warm_start
+        self.callback = callback
+        self.callback_every = callback_every
         self.verbose = verbose
         self.random_state = random_state
 
@@ -309,6 +404,19 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{name} must be None or an integer >= 1; got {value!r}")
         check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
         self._check_joint_params()
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, (int, np.integer))
+                                        or self.n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores); got {self.n_jobs!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"callback must be None or a callable taking one dict; got {self.callback!r}")
+        if self.callback is not None and self.solver in BALL_SOLVERS:
+            raise ValueError(
+                f"callback is not supported by solver={self.solver!r} (a compiled loop that cannot be resumed); "
+                "use 'coreset', 'cvm' or a Frank-Wolfe solver"
+            )
+        if (isinstance(self.callback_every, bool) or not isinstance(self.callback_every, (int, np.integer))
+                or self.callback_every < 1):
+            raise ValueError(f"callback_every must be an integer >= 1; got {self.callback_every!r}")
         check_choice("second_vertex", self.second_vertex, SECOND_VERTEX_RULES)
         if not isinstance(self.bias, bool):
             check_choice("bias", self.bias, BIAS_RULES)
@@ -346,6 +454,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 "multiclass='joint' gives one score per class: decision_function_shape must be 'ovr'; "
                 f"got {self.decision_function_shape!r}"
             )
+        for name in ("probability", "callback"):
+            if getattr(self, name):
+                raise ValueError(f"{name} is not available with multiclass='joint'; use 'ovo' or 'ovr'")
 
     def _solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
         full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
@@ -427,6 +538,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 "The training data must contain samples of at least 2 classes; got only one class "
                 f"({classes[y_index[keep]][0]!r})"
             )
+        previous = self._previous_solution(X, y_index, classes)  # read before the attributes are replaced
         self.classes_ = classes
         rng = check_random_state(self.random_state)
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
@@ -436,24 +548,53 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         if self.multiclass == "joint":
             return self._fit_joint(X, y_index, keep, C_per_sample, rng)
 
-        models = []
-        pairs = OneVsOneLayout.pairs(len(classes))
-        # max_time is a budget for the whole fit: each pair gets an equal share of what is left
-        deadline = time.perf_counter() + (self.max_time if self.max_time is not None else np.inf)
-        for done, (first, second) in enumerate(pairs):
-            time_share = max((deadline - time.perf_counter()) / (len(pairs) - done), 1e-3)
-            rows = np.flatnonzero(keep & ((y_index == first) | (y_index == second)))
-            # LIBSVM's convention: the first class of a pair is +1 ... except that for
-            # binary problems scikit-learn makes classes_[1] the positive class.
-            positive = second if len(classes) == 2 else first
-            signs = np.where(y_index[rows] == positive, 1.0, -1.0)
-            models.append(self._fit_binary(X, rows, signs, C_per_sample[rows], rng, time_share))
+        # Every sub-problem's seed is drawn here, before dispatch: the model does not depend on n_jobs.
+        seeds = rng.randint(0, 2**31 - 1, size=n_problems(self.multiclass, len(classes)))
+        decompose = one_vs_one_problems if self.multiclass == "ovo" else one_vs_rest_problems
+        problems = decompose(y_index, keep, C_per_sample, len(classes), seeds)
+        self.warm_started_ = previous is not None
+        if previous is not None:
+            _attach_warm_starts(problems, previous)
+        models = self._solve_problems(X, problems)
+        self._warn_unconverged(models)
         self._set_fitted_attributes(X, y_index, models)
+        if self.probability:
+            self._fit_probability(X, y, y_index, sample_weight, keep, problems, rng)
+        elif hasattr(self, "probA_"):
+            del self.probA_, self.probB_
         return self
 
-    def _fit_binary(self, X, rows, signs, C_rows, rng, time_share: float) -> BinaryModel:
+    def _solve_problems(self, X, problems: list[SubProblem]) -> list[BinaryModel]:
+        """Train the sub-problems, in parallel threads when ``n_jobs > 1``."""
+        n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
+        budget = _TimeBudget(self.max_time, len(problems), n_jobs)
+        stop = threading.Event()  # set when the callback asks to stop
+        if n_jobs == 1:
+            if max(len(problem.rows) for problem in problems) > ONE_THREAD_MAX_POINTS:
+                return [self._fit_binary(X, problem, budget, stop) for problem in problems]
+            # Small sub-problems: threads inside one (BLAS, kernel blocks) cost more than they save.
+            with single_threaded_blas():
+                return [self._fit_binary_in_worker(X, problem, budget, stop) for problem in problems]
+        # BLAS limits are process-wide: set once here, around all workers.
+        with single_threaded_blas():
+            return Parallel(n_jobs=n_jobs, backend="threading")(
+                delayed(self._fit_binary_in_worker)(X, problem, budget, stop) for problem in problems
+            )
+
+    def _fit_binary_in_worker(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
+        """One sub-problem in a worker thread, its kernel products and Numba loops on one thread."""
+        previous = numba.get_num_threads()
+        numba.set_num_threads(1)  # thread-local in Numba
+        try:
+            with limit_kernel_threads(1):
+                return self._fit_binary(X, problem, budget, stop)
+        finally:
+            numba.set_num_threads(previous)
+
+    def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
+        rows = problem.rows
         X_rows = X if len(rows) == X.shape[0] else X[rows]
-        if self.solver in MEB_SOLVERS and np.ptp(C_rows) > 0:
+        if self.solver in MEB_SOLVERS and np.ptp(problem.C) > 0:
             raise ValueError(
                 f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
                 "sample_weight or class_weight make C vary. Use solver='mnsvm' or 'coreset' with weights."
@@ -461,32 +602,85 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         bias_rule = self._bias_rule
         # CVM solves the minimum enclosing ball (lam = 1) and stops by its (1 + eps) radius test.
         lam = 1.0 if self.solver == "cvm" else 0.0
-        problem = SimplexProblem(X_rows, signs, C_rows, self._kernel_spec, bias=bias_rule != "none", lam=lam)
-        options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_share)
-        result = run_engine(problem, options)
-        if result.status == "core_set_full":
-            warnings.warn(
-                f"CoreSVC: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
-                f"{core_set_capacity(options.cache_bytes, options.tol)} points) before convergence (relative gap "
-                f"{result.rel_gap:.2e}); the model so far is kept. Increase cache_size.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        elif result.status != "converged":
-            warnings.warn(
-                f"CoreSVC stopped before convergence ({result.status}, relative gap {result.rel_gap:.2e} > "
-                f"tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        simplex = SimplexProblem(X_rows, problem.signs, problem.C, self._kernel_spec, bias=bias_rule != "none",
+                                 lam=lam)
+        options = self._solver_options(len(rows), problem.seed, budget.share())
+        init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
+        if self.callback is None:
+            result = run_engine(simplex, options, init_idx, init_alpha)
+        else:
+            result = self._run_with_callback(simplex, options, problem, init_idx, init_alpha, stop)
         intercept = None
         if bias_rule == "kkt":
-            intercept = kkt_bias(problem, result.support, result.alpha, result.squared_norm)
-        return BinaryModel.from_solution(rows[result.support], result, signs[result.support], bias_rule != "none",
-                                         intercept)
+            intercept = kkt_bias(simplex, result.support, result.alpha, result.squared_norm)
+        model = BinaryModel.from_solution(rows[result.support], result, problem.signs[result.support],
+                                          bias_rule != "none", intercept)
+        model.info["problem"] = problem.label
+        model.info["warm_start"] = problem.init is not None
+        return model
+
+    def _run_with_callback(self, simplex, options, problem: SubProblem, init_idx, init_alpha, stop):
+        """Run the solver so that ``self.callback`` sees its progress and may stop it."""
+
+        def report(info: dict) -> bool:
+            if stop.is_set():
+                return True
+            if self.callback({"problem": problem.index, "label": problem.label, **info}):
+                stop.set()
+                return True
+            return False
+
+        if options.core_set:  # the outer loop is Python: one call per round
+            return run_engine(simplex, replace(options, callback=report), init_idx, init_alpha)
+        # The Frank-Wolfe engine is one compiled loop: run it in chunks, each warm-started from the last.
+        start = time.perf_counter()
+        done, chunk = 0, 0
+        while True:
+            elapsed = time.perf_counter() - start
+            piece = replace(options, max_iter=int(min(self.callback_every, options.max_iter - done)),
+                            max_time=max(options.max_time - elapsed, 1e-3), seed=(options.seed + chunk) % (2**31 - 1))
+            result = run_engine(simplex, piece, init_idx, init_alpha)
+            done += result.n_iter
+            chunk += 1
+            init_idx, init_alpha = result.support, result.alpha
+            elapsed = time.perf_counter() - start
+            if result.status != "max_iter" or done >= options.max_iter:
+                break
+            if elapsed > options.max_time:
+                result.status = "max_time"
+                break
+            if report({"iteration": done, "gap": result.gap, "rel_gap": result.rel_gap,
+                       "n_active": int(result.support.shape[0]), "elapsed": elapsed}):
+                result.status = "callback"
+                break
+        result.n_iter, result.time = done, elapsed
+        return result
+
+    def _warn_unconverged(self, models: list[BinaryModel]) -> None:
+        """One ConvergenceWarning per sub-problem that stopped early (issued here, in the calling thread)."""
+        for model in models:
+            info = model.info
+            if info["status"] == "core_set_full":
+                capacity = core_set_capacity(int(self.cache_size * 2**20), float(self.tol))
+                warnings.warn(
+                    f"CoreSVC: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
+                    f"{capacity} points) before convergence (relative gap {info['relative_gap']:.2e}); the model so "
+                    "far is kept. Increase cache_size.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+            elif info["status"] not in ("converged", "callback"):
+                warnings.warn(
+                    f"CoreSVC stopped before convergence ({info['status']}, relative gap {info['relative_gap']:.2e}"
+                    f" > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
 
     def _set_fitted_attributes(self, X, y_index, models) -> None:
-        layout = OneVsOneLayout.build(models, y_index, len(self.classes_))
+        self._decomposition = "ovr" if self.multiclass == "ovr" and len(self.classes_) > 2 else "ovo"
+        layout_class = OneVsRestLayout if self._decomposition == "ovr" else OneVsOneLayout
+        layout = layout_class.build(models, y_index, len(self.classes_))
         self.support_ = layout.support
         self.support_vectors_ = X[layout.support]
         self.n_support_ = layout.n_support
@@ -497,6 +691,90 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array([model.info["iterations"] for model in models], dtype=np.int64)
         self.solver_info_ = [model.info for model in models]
         self.fit_status_ = int(any(info["status"] != "converged" for info in self.solver_info_))
+        # What a warm start needs, as flat arrays (model files store them like any attribute).
+        self._fitted_multiclass = self.multiclass
+        self._warm_rows = np.concatenate([model.rows for model in models])
+        self._warm_alpha = np.concatenate([model.alpha for model in models])
+        self._warm_offsets = np.cumsum([0] + [len(model.rows) for model in models]).astype(np.int64)
+        self._warm_support_classes = y_index[self.support_]
+
+    # ------------------------------------------------------------ warm starts
+    def _previous_solution(self, X, y_index, classes) -> list | None:
+        """The last fit's solution if ``warm_start`` is on and it still fits the data, else None.
+
+        Rule: same classes and decomposition, and the old support vectors are
+        still rows ``support_`` of the new ``X`` (same values, same classes).
+        """
+        if not self.warm_start or not hasattr(self, "_warm_rows"):
+            return None
+        if self._fitted_multiclass != self.multiclass or not _same_labels(self.classes_, classes):
+            return None
+        rows, vectors = self.support_, self.support_vectors_  # still the previous fit's
+        if vectors.shape[1] != X.shape[1] or (len(rows) and rows.max() >= X.shape[0]):
+            return None
+        if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(X[rows], vectors):
+            return None
+        bounds = self._warm_offsets
+        return [(self._warm_rows[a:b], self._warm_alpha[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    # ---------------------------------------------------------- probabilities
+    def _fit_probability(self, X, y, y_index, sample_weight, keep, problems, rng) -> None:
+        """Platt sigmoids on held-out decision values of an internal stratified cross-validation."""
+        kept = np.flatnonzero(keep)
+        smallest_class = int(np.bincount(y_index[kept], minlength=len(self.classes_)).min())
+        n_folds = min(PROBABILITY_FOLDS, smallest_class)
+        if n_folds < 2:
+            raise ValueError(
+                "probability=True needs at least 2 samples (with non-zero weight) of every class: Platt scaling "
+                f"is fitted by internal cross-validation; the smallest class has {smallest_class}"
+            )
+        folds = StratifiedKFold(n_folds, shuffle=True, random_state=int(rng.randint(0, 2**31 - 1)))
+        fold_seeds = rng.randint(0, 2**31 - 1, size=n_folds)
+        held_out = np.zeros((X.shape[0], len(problems)))
+        for (train, test), seed in zip(folds.split(kept, y_index[kept]), fold_seeds, strict=True):
+            train, test = kept[train], kept[test]
+            fold_model = clone(self).set_params(
+                probability=False, warm_start=False, callback=None, verbose=False, gamma=self.gamma_,
+                random_state=int(seed),
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                fold_model.fit(X[train], y[train], sample_weight=sample_weight[train])
+            held_out[test] = fold_model._pair_decisions(X[test])
+        sigmoids = [fit_sigmoid(held_out[problem.rows, problem.index], problem.signs) for problem in problems]
+        self.probA_ = np.array([a for a, _ in sigmoids])
+        self.probB_ = np.array([b for _, b in sigmoids])
+
+    def _check_probability(self) -> bool:
+        if not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False")
+        return True
+
+    @available_if(_check_probability)
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, columns in the order of ``classes_`` (needs ``probability=True``).
+
+        Two classes: Platt's sigmoid of the decision value.  More classes: the
+        pairwise sigmoids coupled by Wu, Lin & Weng's method 2 ('ovo'), or the
+        per-class sigmoids renormalized ('ovr').  ``argmax`` of the result can
+        differ from :meth:`predict` near the decision boundary.
+        """
+        decisions = self._pair_decisions(X)
+        if not hasattr(self, "probA_"):
+            raise NotFittedError("predict_proba needs a model fitted with probability=True; refit it")
+        per_problem = sigmoid_probability(decisions, self.probA_, self.probB_)
+        n_classes = len(self.classes_)
+        if n_classes == 2:
+            return np.column_stack([1.0 - per_problem[:, 0], per_problem[:, 0]])
+        if self._is_one_vs_rest:
+            return normalize_one_vs_rest(per_problem)
+        return couple_pairwise(per_problem, n_classes)
+
+    @available_if(_check_probability)
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
     def _fit_joint(self, X, y_index, keep, C_per_sample, rng):
         """``multiclass='joint'``: one simplex problem for all classes (see :mod:`coresvm.joint`)."""
@@ -521,8 +799,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             )
         model.support = rows[model.support]
         self._joint_model = model
-        if hasattr(self, "_pair_coef"):
-            del self._pair_coef  # a previous one-vs-one fit's
+        # A previous one-vs-one/one-vs-rest fit's state must not survive: no pairwise
+        # coefficients, no warm start from it, no Platt sigmoids.
+        for stale in ("_pair_coef", "_warm_rows", "probA_", "probB_"):
+            if hasattr(self, stale):
+                delattr(self, stale)
+        self.warm_started_ = False
+        self._fitted_multiclass = "joint"
         self.support_ = model.support
         self.support_vectors_ = X[model.support]
         self.n_support_ = np.bincount(model.support_class, minlength=len(self.classes_)).astype(np.int32)
@@ -553,13 +836,19 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         decisions += self.intercept_
         return decisions
 
+    @property
+    def _is_one_vs_rest(self) -> bool:
+        return getattr(self, "_decomposition", "ovo") == "ovr"
+
     def decision_function(self, X) -> np.ndarray:
         """Signed distance-like scores: ``sum_i dual_coef_i k(x_i, x) + intercept_``.
 
         Binary: shape (n_samples,), positive means ``classes_[1]``.  Multiclass
-        with ``decision_function_shape='ovo'``: the pairwise values
+        one-vs-one with ``decision_function_shape='ovo'``: the pairwise values
         (n_samples, n_pairs), pair (i, j) positive for class i (LIBSVM's
         order); with 'ovr': (n_samples, n_classes) scores as in scikit-learn.
+        Multiclass one-vs-rest (``multiclass='ovr'``): the per-class decision
+        values (n_samples, n_classes) whatever ``decision_function_shape``.
         ``multiclass='joint'``: the class scores (n_samples, n_classes); for two
         classes half their difference, shape (n_samples,), the binary machine's
         decision.
@@ -570,17 +859,22 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         decisions = self._pair_decisions(X)
         if len(self.classes_) == 2:
             return decisions[:, 0]
+        if self._is_one_vs_rest:
+            return decisions
         if self.decision_function_shape == "ovr":
             return _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
         return decisions
 
     def predict(self, X) -> np.ndarray:
-        """Class labels: the sign for two classes, max-wins voting for more ('joint': the largest score)."""
+        """Class labels: the sign for two classes; for more, max-wins voting ('ovo'), the largest score ('ovr',
+        'joint')."""
         if getattr(self, "_joint_model", None) is not None:
             return self.classes_[np.argmax(self._joint_scores(X), axis=1)]
         decisions = self._pair_decisions(X)
         if len(self.classes_) == 2:
             return self.classes_[(decisions[:, 0] > 0).astype(int)]
+        if self._is_one_vs_rest:
+            return self.classes_[np.argmax(decisions, axis=1)]
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         if self.break_ties and self.decision_function_shape == "ovr":
@@ -592,3 +886,49 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+class _TimeBudget:
+    """``max_time`` for the whole fit: each sub-problem gets an equal share of what is left.
+
+    With ``n_workers`` sub-problems running at once, what is left is shared
+    among the remaining *rounds* of ``n_workers`` problems.
+    """
+
+    def __init__(self, max_time: float | None, n_problems: int, n_workers: int):
+        self.deadline = time.perf_counter() + (max_time if max_time is not None else np.inf)
+        self.left = n_problems
+        self.n_workers = n_workers
+        self.lock = threading.Lock()
+
+    def share(self) -> float:
+        with self.lock:
+            rounds_left = max(1, -(-self.left // self.n_workers))
+            self.left -= 1
+        return max((self.deadline - time.perf_counter()) / rounds_left, 1e-3)
+
+
+def _same_labels(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.all(a == b))
+
+
+def _same_rows(A, B) -> bool:
+    """Whether two (dense or CSR) matrices hold the same values."""
+    if A.shape != B.shape:
+        return False
+    if sp.issparse(A) or sp.issparse(B):
+        return (sp.csr_matrix(A) != sp.csr_matrix(B)).nnz == 0
+    return bool(np.array_equal(A, B))
+
+
+def _attach_warm_starts(problems: list[SubProblem], previous: list) -> None:
+    """Give each sub-problem its previous support (as positions in its new rows) and weights."""
+    for problem, (old_rows, old_alpha) in zip(problems, previous, strict=True):
+        if len(old_rows) == 0:
+            continue
+        positions = np.searchsorted(problem.rows, old_rows)
+        inside = positions < len(problem.rows)
+        valid = inside & (old_alpha > 0)
+        valid[inside] &= problem.rows[positions[inside]] == old_rows[inside]
+        if np.any(valid):
+            problem.init = (positions[valid].astype(np.int64), old_alpha[valid].astype(np.float64))

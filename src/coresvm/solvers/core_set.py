@@ -30,6 +30,7 @@ from ..kernels import kernel_block, kernel_product
 from .engine import (
     SECOND_IMDM,
     SECOND_MDM,
+    STATUS_CALLBACK,
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
@@ -96,7 +97,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
     return p_j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
 def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left):
     """Pairwise steps on the core set until its relative gap is below ``tol``
     (or ``max_steps`` steps, or ``time_left`` seconds).
@@ -195,8 +196,16 @@ class CoreSetState:
     size: int = 0
 
     @classmethod
-    def within_budget(cls, budget_bytes: int, tol: float) -> CoreSetState:
+    def within_budget(cls, budget_bytes: int, tol: float, max_points: int | None = None) -> CoreSetState:
+        """A core set as large as ``budget_bytes`` allow, and no larger than the problem (``max_points``).
+
+        Capping at the problem size keeps the Gram of a small problem (a
+        one-vs-one pair) small and contiguous instead of a few rows of a
+        budget-sized matrix.
+        """
         capacity = core_set_capacity(budget_bytes, tol)
+        if max_points is not None:
+            capacity = max(1, min(capacity, int(max_points)))
         return cls(
             np.zeros(capacity, dtype=np.int64), np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
             np.zeros((capacity, capacity), dtype=gram_dtype(tol)),
@@ -217,7 +226,7 @@ class CoreSetState:
         self.size = n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _compact_gram_in_place(gram, keep):
     """``gram[:n, :n] = gram[keep][:, keep]`` without a temporary copy.
 
@@ -296,7 +305,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds)."""
     m = problem.n_points
     lam = float(problem.lam)
-    core = CoreSetState.within_budget(options.cache_bytes, options.tol)
+    core = CoreSetState.within_budget(options.cache_bytes, options.tol, max_points=m)
     init_idx, init_alpha = init_idx[: core.capacity], init_alpha[: core.capacity] / init_alpha[: core.capacity].sum()
     _add_points(problem, core, init_idx, init_alpha, np.zeros(len(init_idx)))
     n = core.size
@@ -360,6 +369,12 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             finishing, quiet_rounds = False, 0
         if core_set_full:
             status = STATUS_CORE_SET_FULL
+            break
+        if options.callback is not None and options.callback(
+            {"iteration": total_steps, "round": rounds, "gap": gap, "rel_gap": gap / scale,
+             "n_active": int(np.sum(alpha > 0)), "elapsed": elapsed}
+        ):
+            status = STATUS_CALLBACK
             break
         if total_steps >= options.max_iter:
             status = STATUS_MAX_ITER

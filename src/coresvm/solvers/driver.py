@@ -48,6 +48,9 @@ class SolverOptions:
     draws: int = 600
     probe: int = 1  # candidates per try of the violator search (BVM: 59)
     multiscale: bool = True
+    # core-set solvers: called once per outer round with an info dict; True stops the run
+    # (status 'callback'). The compiled engine loops cannot call it (see CoreSVC's callback).
+    callback: object = None
 
 
 @dataclass

@@ -45,7 +45,8 @@ SECOND_VERTEX_RULES = {"mdm": 0, "imdm": 1, "gmdm": 2}
 SECOND_MDM, SECOND_IMDM, SECOND_GMDM = 0, 1, 2
 STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME = 0, 1, 2
 STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME, STATUS_CORE_SET_FULL = 0, 1, 2, 3
-STATUS_NAMES = {0: "converged", 1: "max_iter", 2: "max_time", 3: "core_set_full"}
+STATUS_CALLBACK = 4  # a user callback asked to stop (set by the Python-level loops)
+STATUS_NAMES = {0: "converged", 1: "max_iter", 2: "max_time", 3: "core_set_full", 4: "callback"}
 TIME_CHECK_EVERY = 16
 
 
@@ -146,7 +147,7 @@ def _best_partner_slot(s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, co
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
 def solve_simplex(
     data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag, lam,
     step_rule, second_rule, gmdm_k, sample_size, tol, max_iter, max_time, eta, seed,

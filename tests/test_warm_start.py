@@ -1,0 +1,120 @@
+"""CoreSVC warm starts and the training callback."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from coresvm.svc import CoreSVC
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(n_class=4, return_X_y=True)
+    return X[:500] / 16.0, y[:500]
+
+
+def _margins(model):
+    return np.array([info["rho"] for info in model.solver_info_])
+
+
+@pytest.mark.parametrize("solver", ["coreset", "swap", "mfw"])
+@pytest.mark.parametrize("multiclass", ["ovo", "ovr"])
+def test_warm_start_after_changing_C_reaches_the_cold_optimum_in_fewer_iterations(digits, solver, multiclass):
+    X, y = digits
+    params = dict(gamma=0.05, solver=solver, multiclass=multiclass, tol=1e-4, max_iter=10**6, random_state=0)
+    cold = CoreSVC(C=15, **params).fit(X, y)
+    warm = CoreSVC(C=10, warm_start=True, **params).fit(X, y)
+    assert not warm.warm_started_
+    warm.set_params(C=15).fit(X, y)
+    assert warm.warm_started_ and all(info["warm_start"] for info in warm.solver_info_)
+    assert warm.fit_status_ == 0 and cold.fit_status_ == 0
+    # the same optimum: the margin rho = a'Qa (the minimal norm) to well within tol
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+    np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
+    assert warm.n_iter_.sum() < 0.9 * cold.n_iter_.sum(), (warm.n_iter_.sum(), cold.n_iter_.sum())
+
+
+def test_warm_start_when_rows_are_appended(digits):
+    X, y = digits
+    params = dict(C=10, gamma=0.05, tol=1e-4, random_state=0)
+    model = CoreSVC(warm_start=True, **params).fit(X[:400], y[:400])
+    model.fit(X, y)
+    assert model.warm_started_
+    cold = CoreSVC(**params).fit(X, y)
+    np.testing.assert_allclose(_margins(model), _margins(cold), rtol=1e-4)
+    assert model.n_iter_.sum() < cold.n_iter_.sum()
+
+
+def test_warm_start_falls_back_to_cold_when_the_old_rows_are_gone(digits):
+    X, y = digits
+    params = dict(C=10, gamma=0.05, random_state=0, warm_start=True)
+    model = CoreSVC(**params).fit(X, y)
+    reversed_rows = np.arange(len(y))[::-1]
+    model.fit(X[reversed_rows], y[reversed_rows])  # the stored support rows now hold other vectors
+    assert not model.warm_started_
+    model.fit(X[:100], y[:100])  # fewer rows than the old support indices
+    assert not model.warm_started_
+    keep = y < 3
+    model.fit(X[keep], y[keep])  # other classes
+    assert not model.warm_started_
+    model.set_params(multiclass="ovr").fit(X[keep], y[keep])  # other decomposition
+    assert not model.warm_started_
+    assert model.score(X[keep], y[keep]) > 0.95
+
+
+def test_warm_start_off_ignores_the_previous_fit(digits):
+    X, y = digits
+    model = CoreSVC(C=10, gamma=0.05, random_state=0).fit(X, y)
+    first = model.decision_function(X)
+    model.fit(X, y)
+    assert not model.warm_started_
+    np.testing.assert_array_equal(model.decision_function(X), first)
+
+
+# ------------------------------------------------------------------ callback
+def test_callback_sees_progress_and_does_not_change_the_core_set_result(digits):
+    X, y = digits
+    calls = []
+    params = dict(C=10, gamma=0.05, random_state=0)
+    with_callback = CoreSVC(callback=lambda info: calls.append(info) and False, **params).fit(X, y)
+    plain = CoreSVC(**params).fit(X, y)
+    np.testing.assert_array_equal(with_callback.decision_function(X), plain.decision_function(X))
+    assert {info["problem"] for info in calls} == set(range(6))
+    assert set(calls[0]) >= {"problem", "label", "iteration", "gap", "rel_gap", "n_active", "elapsed", "round"}
+    assert calls[0]["label"] == (0, 1)
+
+
+@pytest.mark.parametrize("solver", ["coreset", "swap"])
+def test_callback_returning_true_stops_training(digits, solver):
+    X, y = digits
+    calls = []
+
+    def stop_at_once(info):
+        calls.append(info["problem"])
+        return True
+
+    model = CoreSVC(C=1e4, gamma=0.05, solver=solver, tol=1e-6, callback=stop_at_once, callback_every=50,
+                    random_state=0).fit(X, y)
+    assert calls == [0]  # later sub-problems stop at their first check without calling again
+    assert [info["status"] for info in model.solver_info_] == ["callback"] * 6
+    assert model.fit_status_ == 1
+    assert model.predict(X).shape == y.shape  # the model so far is usable
+
+
+def test_chunked_frank_wolfe_run_reaches_the_optimum(digits):
+    X, y = digits
+    counts = []
+    params = dict(C=10, gamma=0.05, solver="swap", tol=1e-5, random_state=0)
+    chunked = CoreSVC(callback=lambda info: counts.append(info["iteration"]) and False, callback_every=100,
+                      **params).fit(X, y)
+    plain = CoreSVC(**params).fit(X, y)
+    assert chunked.fit_status_ == 0 and len(counts) > 6
+    np.testing.assert_allclose(_margins(chunked), _margins(plain), rtol=1e-4)
+
+
+def test_callback_rejected_by_ball_solvers(digits):
+    X, y = digits
+    with pytest.raises(ValueError, match="callback is not supported by solver='bvm'"):
+        CoreSVC(solver="bvm", callback=lambda info: False).fit(X, y)
+    with pytest.raises(ValueError, match="callback must be None or a callable"):
+        CoreSVC(callback=3).fit(X, y)
