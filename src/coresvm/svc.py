@@ -10,15 +10,17 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._validation import (
     check_choice,
-    check_finite_input,
+    check_class_labels,
     check_kernel_params,
     check_positive,
     class_weight_per_sample,
+    prepare_fit_matrix,
+    prepare_predict_matrix,
+    unfitted_on_failure,
 )
 from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
 from .multiclass import BinaryModel, OneVsOneLayout
@@ -352,8 +354,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
         )
-        check_finite_input(X)
-        check_classification_targets(y)
+        X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
+        check_class_labels(y)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
@@ -363,6 +365,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return X, y, sample_weight, keep
 
     # --------------------------------------------------------------------- fit
+    @unfitted_on_failure
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM.
 
@@ -458,7 +461,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     def _pair_decisions(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
-        check_finite_input(X)
+        X = prepare_predict_matrix(X)
         decisions = kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef,
                                    norms_b=self._sv_norms)
         decisions += self.intercept_
