@@ -180,6 +180,12 @@ def unfitted_on_failure(fit):
     def guarded(self, *args, **kwargs):
         try:
             return fit(self, *args, **kwargs)
+        except SystemError as error:
+            clear_fitted_state(self)
+            # Ctrl-C inside a compiled loop's object-mode block (the clock) surfaces as a SystemError
+            if isinstance(error.__cause__ or error.__context__, KeyboardInterrupt):
+                raise KeyboardInterrupt from error
+            raise
         except BaseException:
             clear_fitted_state(self)
             raise
