@@ -16,7 +16,7 @@ What each family guarantees, and what is tested (docs/bad_input.md, "Solver guar
   (a fraction q of violators survives two samples of n with probability ``(1 - q)^(2n)``).
 * gsvm family ('bvm', 'sphere', 'mnsvm'): a run stops when ``draws`` random points hold
   no violator of the stopping rule (mn / adjmn / meb).  With ``m <= 30`` and 590-600
-  draws every point is checked (a point escapes with probability ``(1 - 1/30)^590 < 2e-9``),
+  draws every point is checked (one point escapes with probability ``(1 - 1/30)^590 = 2e-9``),
   so 'converged' means no point violates the rule -- which for 'mn' bounds the relative
   gap by eps, for 'adjmn' by ``eps * sqrt(k~(x,x) / ||c||^2)``, and for 'meb' (the default of
   'bvm' and 'sphere') bounds only the distance to the *fixed* radius ``sqrt(k~(x, x))``,

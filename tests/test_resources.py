@@ -200,3 +200,20 @@ def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch):
     assert (tmp_path / "m").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temporary file left behind
     np.testing.assert_array_equal(load_model(tmp_path / "m").decision_function(X), first.decision_function(X))
+
+
+def test_keyboard_interrupt_in_aesvc_fit_leaves_it_unfitted(monkeypatch):
+    import coresvm.aesvm as aesvm_module
+    from coresvm import AESVC
+
+    X, y = _three_classes()
+    model = AESVC().fit(X, y)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(aesvm_module, "derive_representative_set", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.set_params(cache_representative_set=False).fit(X, y)
+    with pytest.raises(NotFittedError):
+        model.predict(X)
