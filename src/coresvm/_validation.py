@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import numbers
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -130,8 +132,17 @@ def warn_if_badly_scaled(X, kernel: str, estimator: str) -> None:
             "Scale the features first, e.g. sklearn.preprocessing.StandardScaler in a Pipeline or "
             "'coresvm scale' for files.",
             FeatureScaleWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside coresvm (the user's call)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def prepare_fit_matrix(X, kernel: str, estimator: str):

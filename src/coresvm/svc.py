@@ -429,14 +429,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 f"{core_set_capacity(options.cache_bytes, options.tol)} points) before convergence (relative gap "
                 f"{result.rel_gap:.2e}); the model so far is kept. Increase cache_size.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,  # _fit_binary <- fit <- unfitted_on_failure <- the caller
             )
         elif result.status != "converged":
             warnings.warn(
                 f"CoreSVC stopped before convergence ({result.status}, relative gap {result.rel_gap:.2e} > "
                 f"tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,  # _fit_binary <- fit <- unfitted_on_failure <- the caller
             )
         intercept = None
         if bias_rule == "kkt":
