@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
+import os
+import sys
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.multiclass import check_classification_targets
 
 from .kernels import GAMMA_RULES, KERNEL_CODES
 
@@ -62,3 +67,146 @@ def class_weight_per_sample(class_weight, classes: np.ndarray, y: np.ndarray) ->
     else:
         raise ValueError(f"class_weight must be None, a dict or 'balanced'; got {class_weight!r}")
     return per_class[np.searchsorted(classes, y)]
+
+
+# ---------------------------------------------------------------------------------------------------- input data
+# Features whose standard deviations differ by more than this factor are flagged for a
+# kernel that measures distances/inner products (every kernel but 'linear'): the widest
+# feature then decides k(x, x') alone.  The shared benchmark sets stay below 1e3
+# (a9a 90, w8a 32, zip 19, the others < 3; docs/bad_input.md); unscaled UCI breast cancer has 2.2e5.
+FEATURE_SCALE_WARN_RATIO = 1e4
+
+
+class FeatureScaleWarning(UserWarning):
+    """The features' scales differ so much that a non-linear kernel sees only the widest ones."""
+
+
+def canonical_csr(X):
+    """``X`` unchanged unless it is CSR with unsorted or duplicated indices or stored zeros;
+    then a canonical copy (duplicates summed, indices sorted, zeros dropped).
+
+    The compiled kernels and scikit-learn's SVC read the stored entries as they are, so a
+    non-canonical matrix would otherwise give a (slightly or, with duplicates, badly)
+    different model than the same matrix in canonical form.
+    """
+    if not sp.issparse(X):
+        return X
+    copied = False
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # also sorts the indices
+        copied = True
+    if np.any(X.data == 0):
+        if not copied:
+            X = X.copy()
+        X.eliminate_zeros()
+    return X
+
+
+def feature_scale_ratio(X) -> float:
+    """Largest over smallest standard deviation among the non-constant features (1.0 if < 2 vary)."""
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+        mean_square = np.asarray(X.multiply(X).mean(axis=0), dtype=np.float64).ravel()
+        std = np.sqrt(np.maximum(mean_square - mean**2, 0.0))
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        mean, std = X.mean(axis=0), X.std(axis=0)
+    # a feature whose spread is only the rounding of its mean is constant
+    varying = std[std > 1e-12 * np.abs(mean)]
+    varying = varying[varying > 0]
+    if len(varying) < 2:
+        return 1.0
+    return float(varying.max() / varying.min())
+
+
+def warn_if_badly_scaled(X, kernel: str, estimator: str) -> None:
+    """A :class:`FeatureScaleWarning` when feature scales differ by more than ``FEATURE_SCALE_WARN_RATIO``."""
+    if kernel == "linear":
+        return
+    ratio = feature_scale_ratio(X)
+    if ratio > FEATURE_SCALE_WARN_RATIO:
+        warnings.warn(
+            f"{estimator}: the features' standard deviations differ by a factor of {ratio:.3g} (> "
+            f"{FEATURE_SCALE_WARN_RATIO:g}); with kernel={kernel!r} the widest features dominate k(x, x'). "
+            "Scale the features first, e.g. sklearn.preprocessing.StandardScaler in a Pipeline or "
+            "'coresvm scale' for files.",
+            FeatureScaleWarning,
+            stacklevel=caller_stacklevel(),
+        )
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside coresvm (the user's call)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def prepare_fit_matrix(X, kernel: str, estimator: str):
+    """Training data after validate_data: finite, canonical CSR, a warning when badly scaled."""
+    check_finite_input(X)
+    X = canonical_csr(X)
+    warn_if_badly_scaled(X, kernel, estimator)
+    return X
+
+
+def prepare_predict_matrix(X):
+    """Prediction data after validate_data: finite and canonical CSR."""
+    check_finite_input(X)
+    return canonical_csr(X)
+
+
+def check_class_labels(y) -> None:
+    """scikit-learn's target check, with the two common mistakes named: mixed and continuous labels."""
+    y = np.asarray(y)
+    if y.dtype == object:
+        kinds = sorted({"str" if isinstance(v, str) else "number" if isinstance(v, numbers.Number) else
+                        type(v).__name__ for v in y.ravel()})
+        if len(kinds) > 1:
+            raise ValueError(f"Unknown label type: y mixes label types ({', '.join(kinds)}); use labels of one type, "
+                             "e.g. all strings")
+    if y.dtype.kind == "f" and y.size and np.all(np.isfinite(y)) and np.any(y != np.round(y)):
+        example = float(y[y != np.round(y)][0])
+        raise ValueError(
+            f"Unknown label type: continuous (y holds non-integer float labels, e.g. {example!r}); a classifier needs "
+            "discrete classes: "
+            "use integer or string labels (a regression target is not a class)"
+        )
+    check_classification_targets(y)
+
+
+def unfitted_on_failure(fit):
+    """Decorate ``fit`` so that an exception (also KeyboardInterrupt) leaves the estimator unfitted.
+
+    ``fit`` sets its attributes one by one; an interrupt between two of them would
+    otherwise leave a mix of the old and the new model (or a half model that
+    ``check_is_fitted`` accepts).  Every attribute that is not a constructor
+    parameter is removed before the exception propagates.
+    """
+
+    @functools.wraps(fit)
+    def guarded(self, *args, **kwargs):
+        try:
+            return fit(self, *args, **kwargs)
+        except SystemError as error:
+            clear_fitted_state(self)
+            # Ctrl-C inside a compiled loop's object-mode block (the clock) surfaces as a SystemError
+            if isinstance(error.__cause__ or error.__context__, KeyboardInterrupt):
+                raise KeyboardInterrupt from error
+            raise
+        except BaseException:
+            clear_fitted_state(self)
+            raise
+
+    return guarded
+
+
+def clear_fitted_state(estimator) -> None:
+    """Remove every fitted attribute (anything not a constructor parameter or scikit-learn configuration)."""
+    params = set(estimator.get_params(deep=False))
+    for name in list(vars(estimator)):
+        if name not in params and not name.startswith(("_sklearn", "_metadata_request")):
+            delattr(estimator, name)

@@ -10,11 +10,19 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import aesvm
-from ._validation import check_choice, check_finite_input, check_kernel_params, check_positive, class_weight_per_sample
+from ._validation import (
+    check_choice,
+    check_class_labels,
+    check_kernel_params,
+    check_positive,
+    class_weight_per_sample,
+    prepare_fit_matrix,
+    prepare_predict_matrix,
+    unfitted_on_failure,
+)
 from .kernels import KernelSpec, resolve_gamma
 
 # Representative sets kept for reuse across C (seed 003 Sec. 4.3: "computed once per g").
@@ -229,6 +237,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
         check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
 
     # --------------------------------------------------------------------- fit
+    @unfitted_on_failure
     def fit(self, X, y, sample_weight=None):
         """Derive the representative set (or reuse it) and train the weighted SVM on it.
 
@@ -248,8 +257,8 @@ class AESVC(ClassifierMixin, BaseEstimator):
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
         )
-        check_finite_input(X)
-        check_classification_targets(y)
+        X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
+        check_class_labels(y)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
@@ -318,8 +327,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
     def _validate_predict(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
-        check_finite_input(X)
-        return X
+        return prepare_predict_matrix(X)
 
     def _apply(self, method: str, X):
         """Call ``svm_.<method>``; SVC rejects sparse input on a dense fit, so densify in blocks."""

@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def _read_bytes(path: str) -> bytes:
             return Path(path).read_bytes()
         with opener(path, "rb") as handle:
             return handle.read()
-    except (OSError, EOFError, lzma.LZMAError) as error:
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as error:  # zlib.error: a damaged .gz stream
         raise UsageError(f"cannot read {path}: {error}") from None
 
 
@@ -286,7 +287,9 @@ def _read_csv(raw: bytes, path: str, labels: bool):
 def _read_npy(raw: bytes, path: str, labels: bool):
     try:
         array = np.load(io.BytesIO(raw), allow_pickle=False)
-    except ValueError as error:
+    # numpy's header parser fails on damaged bytes with ValueError, EOFError (empty file), SyntaxError (NUL
+    # bytes), tokenize.TokenError, MemoryError (a huge claimed shape), ...: each is the same bad file
+    except Exception as error:
         raise UsageError(f"{path}: not a readable .npy array ({_one_line(error)})") from None
     if array.ndim != 2 or array.shape[1] < (2 if labels else 1):
         raise UsageError(f"{path}: a .npy data file must be 2-D with the label in the first column; "

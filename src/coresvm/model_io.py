@@ -306,7 +306,7 @@ def _read_metadata(archive: zipfile.ZipFile, path: Path) -> dict:
         raise ModelFormatError(f"{path}: corrupt model file ({error})") from None
     try:
         metadata = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: absurdly nested JSON
         raise ModelFormatError(f"{path}: corrupt model metadata ({error})") from None
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
         raise ModelFormatError(f"{path}: not a coresvm model archive (format {metadata.get('format')!r})")
@@ -340,7 +340,7 @@ def _load_native(path: Path):
         except ModelFormatError:
             raise
         except (KeyError, TypeError, AttributeError, IndexError, zipfile.BadZipFile, zlib.error, EOFError, OSError,
-                ValueError) as error:
+                ValueError, RecursionError, OverflowError, MemoryError) as error:
             raise ModelFormatError(f"{path}: corrupt model file ({type(error).__name__}: {error})") from None
     _check_consistent(model, path)
     return model
@@ -401,7 +401,12 @@ def _decode(value, archive: zipfile.ZipFile):
 def _read_array(archive: zipfile.ZipFile, member: str) -> np.ndarray:
     with archive.open(member) as handle:
         data = handle.read()  # reading all of it makes zipfile verify the member's CRC
-    return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+    try:
+        return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+    except Exception as error:
+        # numpy's header parser fails on damaged bytes with ValueError, SyntaxError (NUL bytes),
+        # tokenize.TokenError, MemoryError (a huge claimed shape), ...: each is the same corrupt member
+        raise ValueError(f"unreadable array {member} ({type(error).__name__}: {error})") from None
 
 
 def _check_consistent(model, path) -> None:
@@ -412,6 +417,19 @@ def _check_consistent(model, path) -> None:
     missing = [name for name in REQUIRED_ATTRIBUTES if not hasattr(model, name)]
     if missing:
         raise ModelFormatError(f"{path}: corrupt model file (missing {', '.join(missing)})")
+    # the types prediction relies on (a value of another type is an edited file, not a model)
+    wrong = [name for name, ok in (
+        ("_kernel_spec", isinstance(model._kernel_spec, KernelSpec)),
+        ("classes_", isinstance(model.classes_, np.ndarray) and model.classes_.ndim == 1),
+        ("support_vectors_", (sp.issparse(model.support_vectors_) or isinstance(model.support_vectors_, np.ndarray))
+         and model.support_vectors_.ndim == 2 and model.support_vectors_.dtype.kind == "f"),
+        ("_pair_coef", isinstance(model._pair_coef, np.ndarray) and model._pair_coef.dtype.kind == "f"),
+        ("intercept_", isinstance(model.intercept_, np.ndarray) and model.intercept_.dtype.kind == "f"),
+        ("n_features_in_", isinstance(model.n_features_in_, (int, np.integer))
+         and not isinstance(model.n_features_in_, bool)),
+    ) if not ok]
+    if wrong:
+        raise ModelFormatError(f"{path}: corrupt model file (wrong type of {', '.join(wrong)})")
     n_classes = len(model.classes_)
     n_pairs = n_classes * (n_classes - 1) // 2
     if getattr(model, "_decomposition", "ovo") == "ovr":  # one problem per class (CoreSVC multiclass='ovr')

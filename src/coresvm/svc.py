@@ -18,15 +18,17 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._validation import (
     check_choice,
-    check_finite_input,
+    check_class_labels,
     check_kernel_params,
     check_positive,
     class_weight_per_sample,
+    prepare_fit_matrix,
+    prepare_predict_matrix,
+    unfitted_on_failure,
 )
 from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
 from .joint import fit_joint
@@ -502,8 +504,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
         )
-        check_finite_input(X)
-        check_classification_targets(y)
+        X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
+        check_class_labels(y)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
@@ -513,6 +515,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return X, y, sample_weight, keep
 
     # --------------------------------------------------------------------- fit
+    @unfitted_on_failure
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM.
 
@@ -667,14 +670,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                     f"{capacity} points) before convergence (relative gap {info['relative_gap']:.2e}); the model so "
                     "far is kept. Increase cache_size.",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    stacklevel=4,  # _warn_unconverged <- fit <- unfitted_on_failure <- the caller
                 )
             elif info["status"] not in ("converged", "callback"):
                 warnings.warn(
                     f"CoreSVC stopped before convergence ({info['status']}, relative gap {info['relative_gap']:.2e}"
                     f" > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    stacklevel=4,  # _warn_unconverged <- fit <- unfitted_on_failure <- the caller
                 )
 
     def _set_fitted_attributes(self, X, y_index, models) -> None:
@@ -795,7 +798,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 f"{result.rel_gap:.2e} > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time "
                 "(or cache_size when the core set is full) or loosen tol.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,  # _fit_joint <- fit <- unfitted_on_failure <- the caller
             )
         model.support = rows[model.support]
         self._joint_model = model
@@ -825,7 +828,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     def _validated_predict_input(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
-        check_finite_input(X)
+        X = prepare_predict_matrix(X)
         return X
 
     # ----------------------------------------------------------------- predict

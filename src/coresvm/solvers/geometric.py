@@ -293,6 +293,12 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                     if rule == SPHERE:
                         beta = min(eta * sphere_step(g[v], g[u], w2, diag[v], gram[v, u], diag[u], radius2),
                                    alpha[u])
+                        # A sphere step that does not lower ||c||^2 (past twice the pair's line-search
+                        # minimum) let two SVs trade their weight back and forth forever on a 4-point
+                        # problem (tests/test_properties.py): take the MNSVM step instead.
+                        derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
+                        if objective_change(derivative, curvature, beta) >= 0.0:
+                            beta = 0.0
                     if beta > 0.0:
                         w2 += _pair_step(gram, alpha, g, diag, n_sv, v, u, beta)
                     else:

@@ -1,0 +1,219 @@
+"""Resource bounds: kernel memory within its budget, max_time honoured, no O(m^2) memory,
+KeyboardInterrupt leaves the estimator unfitted, saving a model is all-or-nothing."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+import coresvm.solvers.core_set as core_set_module
+import coresvm.solvers.driver as driver_module
+from coresvm import CoreSVC, load_model, save_model
+from coresvm.datasets import make_checkerboard
+from coresvm.kernels import KernelSpec
+from coresvm.problem import SimplexProblem
+from coresvm.solvers.core_set import core_set_capacity, gram_dtype
+from coresvm.solvers.driver import run_engine
+
+ALL_SOLVERS = ["coreset", "cvm", "bvm", "sphere", "mnsvm", "fw", "mfw", "swap", "partan"]
+
+
+# ----------------------------------------------------------------------------------------- kernel memory
+def _problem(m, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(m, 2)
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
+    return SimplexProblem(X, y, np.full(m, 1e3), KernelSpec("rbf", gamma=1.0))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.integers(50, 400), st.floats(0.0, 3.0), st.sampled_from(ALL_SOLVERS), st.sampled_from([1e-2, 1e-4]))
+def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
+    """The column cache of the full-search solvers and the Gram matrix of the core-set and gsvm solvers
+    stay within cache_size; the documented floors are two columns (a pairwise step needs both) and a
+    64-point core set."""
+    budget = int(10**log_columns * m * 8)  # 1 to 1000 kernel columns' worth
+    grams = []
+    original = core_set_module.CoreSetState.within_budget.__func__
+
+    def recording(cls, budget_bytes, tol_):
+        state = original(cls, budget_bytes, tol_)
+        grams.append((state.gram.nbytes, np.dtype(gram_dtype(tol_)).itemsize, tol_))
+        return state
+
+    options = CoreSVC(solver=solver, search="full", tol=tol, max_iter=3000)._solver_options(m, 0, np.inf)
+    options.cache_bytes = budget
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core_set_module.CoreSetState, "within_budget", classmethod(recording))
+        result = run_engine(_problem(m), options)
+    floor = 2 * m * 8
+    assert result.cache_bytes <= max(budget, floor)
+    for nbytes, itemsize, gram_tol in grams:  # float32 or float64 by the run's tolerance (eps for gsvm)
+        assert nbytes <= max(budget, 64 * 64 * itemsize)
+        assert nbytes == core_set_capacity(budget, gram_tol) ** 2 * itemsize
+    assert (len(grams) == 1) == (solver in ("coreset", "cvm", "bvm", "sphere", "mnsvm"))
+
+
+# ----------------------------------------------------------------------------------------- max_time
+@pytest.fixture(scope="module")
+def slow_problem():
+    """A checkerboard that none of the solvers finishes in one second at these tolerances."""
+    X, y = make_checkerboard(20_000, random_state=0)
+    return X, y
+
+
+@pytest.mark.parametrize("solver", ALL_SOLVERS)
+def test_max_time_is_honoured_within_ten_percent_plus_one_second(slow_problem, solver):
+    X, y = slow_problem
+    params = dict(C=1e6, gamma=4.0, solver=solver, tol=1e-9, random_state=0)
+    if solver in ("bvm", "sphere", "mnsvm"):
+        params.update(stopping="mn", eps=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        CoreSVC(**params, max_iter=5).fit(X[:300], y[:300])  # compile (or load) the solver first
+        start = time.perf_counter()
+        model = CoreSVC(**params, max_time=1.0).fit(X, y)
+    elapsed = time.perf_counter() - start
+    assert model.solver_info_[0]["status"] == "max_time"
+    assert elapsed <= 1.0 * 1.1 + 1.0, elapsed
+
+
+# ----------------------------------------------------------------------------------------- O(m) memory
+ADDRESS_SPACE_LIMIT_GB = 2.5
+BIG_FIT = textwrap.dedent("""
+    import resource, sys, warnings
+    limit = int({limit} * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import numpy as np
+    from coresvm import CoreSVC
+    from coresvm.datasets import make_checkerboard
+    try:  # the limit is real: 3 GiB cannot be had
+        np.ones(3 * 2**30, dtype=np.uint8)
+        sys.exit("the address-space limit did not hold")
+    except MemoryError:
+        pass
+    X, y = make_checkerboard(200_000, random_state=0)
+    warnings.simplefilter("ignore")
+    for solver in sys.argv[1:]:
+        CoreSVC(solver=solver, max_iter=50).fit(X[:2000], y[:2000])  # compile first: max_time counts compiling
+        model = CoreSVC(C=1000, gamma=2.0, solver=solver, max_time=1.5, random_state=0).fit(X, y)
+        accuracy = model.score(X[:20000], y[:20000])
+        print(solver, model.solver_info_[0]["status"], len(model.support_), accuracy, flush=True)
+        assert accuracy > 0.9, accuracy
+""")
+
+
+def test_m_200k_fits_in_a_few_gigabytes_of_address_space(tmp_path):
+    """m = 200,000: an m x m kernel would need 8 m^2 = 320 GB; the process may map only 2.5 GiB
+    (imports, Numba/LLVM, BLAS and the 200 MB kernel budget measured 1.04 GB VmPeak)."""
+    script = tmp_path / "big_fit.py"
+    script.write_text(BIG_FIT.format(limit=ADDRESS_SPACE_LIMIT_GB))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    run = subprocess.run([sys.executable, str(script), "coreset", "mnsvm", "swap"], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len(run.stdout.strip().splitlines()) == 3, run.stdout
+
+
+# ----------------------------------------------------------------------------------------- interrupts
+def _three_classes():
+    X, y = make_blobs(n_samples=300, centers=3, random_state=0)
+    return X, y
+
+
+@pytest.mark.parametrize("refit", [False, True])
+def test_keyboard_interrupt_mid_fit_leaves_the_estimator_unfitted(monkeypatch, refit):
+    """Interrupt the second of three one-vs-one sub-problems: no half model, also not a mix with
+    an earlier fit (the estimator is unfitted; fitting again works)."""
+    X, y = _three_classes()
+    model = CoreSVC(random_state=0)
+    if refit:
+        model.fit(X[:, :1], y)
+    calls = []
+    real_run_engine = driver_module.run_engine
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run_engine(*args, **kwargs)
+
+    monkeypatch.setattr("coresvm.svc.run_engine", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X, y)
+    assert len(calls) == 2
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
+    assert not [name for name in vars(model) if name.endswith("_") or name.startswith("_") and "sklearn" not in name]
+    monkeypatch.setattr("coresvm.svc.run_engine", real_run_engine)
+    assert model.fit(X, y).score(X, y) > 0.9
+
+
+def test_real_sigint_during_fit_leaves_the_estimator_unfitted(slow_problem):
+    """A SIGINT sent while the core-set solver runs (its outer loop is Python, so the signal is seen
+    at the next round; the compiled loops see it when they return, max_time bounds that)."""
+    X, y = slow_problem
+    model = CoreSVC(C=1e6, gamma=4.0, tol=1e-9, max_time=20, random_state=0)
+    timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model.fit(X, y)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 10
+    with pytest.raises(NotFittedError):
+        model.predict(X[:5])
+
+
+def test_interrupted_save_keeps_the_previous_file(tmp_path, monkeypatch):
+    X, y = _three_classes()
+    first = CoreSVC(random_state=0).fit(X, y)
+    save_model(first, tmp_path / "m")
+    before = (tmp_path / "m").read_bytes()
+    second = CoreSVC(C=100, random_state=0).fit(X, y)
+    real_write = type(tmp_path).write_bytes
+
+    def write_half_then_interrupt(self, data):
+        real_write(self, data[: len(data) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(tmp_path), "write_bytes", write_half_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        save_model(second, tmp_path / "m")
+    monkeypatch.undo()
+    assert (tmp_path / "m").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temporary file left behind
+    np.testing.assert_array_equal(load_model(tmp_path / "m").decision_function(X), first.decision_function(X))
+
+
+def test_keyboard_interrupt_in_aesvc_fit_leaves_it_unfitted(monkeypatch):
+    import coresvm.aesvm as aesvm_module
+    from coresvm import AESVC
+
+    X, y = _three_classes()
+    model = AESVC().fit(X, y)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(aesvm_module, "derive_representative_set", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.set_params(cache_representative_set=False).fit(X, y)
+    with pytest.raises(NotFittedError):
+        model.predict(X)
