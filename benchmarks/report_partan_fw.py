@@ -13,10 +13,19 @@ heuristic and a C chosen on validation data (values not reported).  Here gamma i
 ``tol`` is the relative duality gap ``1 - min_i (Qa)_i / a'Qa``; the paper's ``eps`` may differ
 from it by a constant factor (notes seed 001, sec. 1.5).
 
-Example (the run behind ``benchmarks/REPORT.md``)::
+With ``--levels`` the script instead runs each method once (the engine directly, recording the gap
+of every iteration) and reports the iterations and seconds until the gap first fell below each
+level: the time a fit with ``tol = level`` would take, and the paper's ratios at several
+tolerances from one run.
+
+Examples (the runs behind ``benchmarks/REPORT.md``)::
 
     NUMBA_CACHE_DIR=/tmp/numba_bench python benchmarks/report_partan_fw.py \\
-        --datasets ijcnn1,w8a,a9a --tols 1e-3 --max-time 120 --out benchmarks/results/partan_fw.md
+        --datasets ijcnn1,w8a,a9a --train-fraction 0.2 --tols 1e-2,1e-3 --max-time 40 \\
+        --methods fw,mfw,swap,partan,cvm --out benchmarks/results/partan_fw.md
+    NUMBA_CACHE_DIR=/tmp/numba_bench python benchmarks/report_partan_fw.py \\
+        --datasets ijcnn1,w8a,a9a --train-fraction 0.2 --levels 0.3,0.1,0.05,0.02,0.01,0.001 --max-time 40 \\
+        --out benchmarks/results/partan_fw_levels.md
 """
 
 from __future__ import annotations
@@ -63,6 +72,49 @@ def fit_one(coresvm, data, method: str, C: float, tol: float, max_time: float) -
     }
 
 
+def trace_one(data, method: str, C: float, tol: float, max_time: float, trace_length: int):
+    """Run the engine directly (as CoreSVC does with full search) and keep its per-iteration gap trace."""
+    from coresvm.kernels import KernelSpec
+    from coresvm.problem import SimplexProblem
+    from coresvm.solvers.driver import SolverOptions, run_engine
+
+    y = np.where(data.y_train == data.y_train.max(), 1.0, -1.0)
+    problem = SimplexProblem(data.X_train, y, np.full(len(y), C), KernelSpec("rbf", gamma=data.gamma))
+    # CoreSVC's defaults: IMDM second vertex (SWAP/MFW), 20 class-balanced starting points
+    options = SolverOptions(step_rule=method, second_vertex="imdm", tol=tol, max_time=max_time,
+                            trace_length=trace_length, seed=0)
+    return run_engine(problem, options)
+
+
+def level_table(results: dict, levels: list[float]) -> list[str]:
+    """Iterations and seconds until each method's gap first fell below each level (a stop at tol = level)."""
+    methods = list(results)
+    head = " | ".join(f"{m} iter | {m} s" for m in methods)
+    ratios = " | ".join(f"FW/{m} iter | FW/{m} time" for m in methods if m != "fw")
+    lines = [f"| level | {head} | {ratios} |", "|--:|" + "--:|" * (2 * len(methods) + 2 * (len(methods) - 1))]
+    for level in levels:
+        reached = {}
+        for m, r in results.items():
+            hit = np.flatnonzero(r.trace_rel_gap <= level)
+            reached[m] = (int(hit[0]), float(r.trace_time[hit[0]])) if hit.size else None
+        cells = []
+        for m in methods:
+            cells += [f"{reached[m][0]}", f"{reached[m][1]:.2f}"] if reached[m] else [f"> {results[m].n_iter}", "-"]
+        ratio_cells = []
+        fw = reached.get("fw")
+        for m in methods:
+            if m == "fw":
+                continue
+            if fw and reached[m]:
+                ratio_cells += [f"{fw[0] / max(reached[m][0], 1):.2f}", f"{fw[1] / max(reached[m][1], 1e-9):.2f}"]
+            elif reached[m]:
+                ratio_cells += [f">= {results['fw'].n_iter / max(reached[m][0], 1):.2f}", "-"]
+            else:
+                ratio_cells += ["-", "-"]
+        lines.append(f"| {level:g} | " + " | ".join(cells + ratio_cells) + " |")
+    return lines
+
+
 def ratio(reference: dict, row: dict) -> tuple[str, str]:
     cut = reference["status"] != "converged" or row["status"] != "converged"
     mark = " (cut)" if cut else ""
@@ -95,6 +147,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--C", type=float, default=None, help="C for every dataset (default: per dataset)")
     parser.add_argument("--max-time", type=float, default=120.0, help="seconds per fit (default 120)")
     parser.add_argument("--train-fraction", type=float, default=1.0, help="random share of the training rows")
+    parser.add_argument("--levels", default=None,
+                        help="trace mode: comma-separated gap levels; one run per method to the smallest level, "
+                             "then iterations and time to reach each level (FW-family methods only)")
     parser.add_argument("--out", default=None, help="write the Markdown report here (also printed)")
     return parser.parse_args(argv)
 
@@ -125,9 +180,29 @@ def main(argv=None) -> int:
         C = opts.C if opts.C is not None else DEFAULT_C[name]
         # compile outside the timed fits, on this data's own type (dense or CSR): the first CSR fit
         # otherwise includes Numba's compilation of the sparse kernels (minutes on a loaded machine)
-        warm = dataclasses.replace(data, X_train=data.X_train[:300], y_train=data.y_train[:300])
+        rows = np.sort(np.random.RandomState(1).permutation(len(data.y_train))[:300])
+        warm = dataclasses.replace(data, X_train=data.X_train[rows], y_train=data.y_train[rows])
         for method in opts.methods.split(","):
             fit_one(coresvm, warm, method, C, 1e-2, 5.0)
+        if opts.levels:
+            levels = sorted((float(t) for t in opts.levels.split(",")), reverse=True)
+            results = {}
+            for method in opts.methods.split(","):
+                results[method] = trace_one(data, method, C, levels[-1], opts.max_time, 5_000_000)
+                r = results[method]
+                print(f"{name} {method}: {r.n_iter} iterations, {r.status}, gap {r.rel_gap:.3g}", file=sys.stderr)
+            out += [
+                f"## {name}: {len(data.y_train)} training rows, C = {C:g}, gamma = {data.gamma:g}: "
+                "iterations and seconds until the relative gap first fell below each level",
+                "",
+                *level_table(results, levels),
+                "",
+                "Final state: " + "; ".join(
+                    f"{m} {r.n_iter} iterations in {r.time:.2f} s ({r.status}, gap {r.rel_gap:.2e})"
+                    for m, r in results.items()),
+                "",
+            ]
+            continue
         for tol in (float(t) for t in opts.tols.split(",")):
             rows = []
             for method in opts.methods.split(","):
