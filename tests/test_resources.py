@@ -48,9 +48,9 @@ def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
     grams = []
     original = core_set_module.CoreSetState.within_budget.__func__
 
-    def recording(cls, budget_bytes, tol_):
-        state = original(cls, budget_bytes, tol_)
-        grams.append((state.gram.nbytes, np.dtype(gram_dtype(tol_)).itemsize, tol_))
+    def recording(cls, budget_bytes, tol_, max_points=None):
+        state = original(cls, budget_bytes, tol_, max_points)
+        grams.append((state.gram.nbytes, np.dtype(gram_dtype(tol_)).itemsize, tol_, max_points))
         return state
 
     options = CoreSVC(solver=solver, search="full", tol=tol, max_iter=3000)._solver_options(m, 0, np.inf)
@@ -60,9 +60,10 @@ def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
         result = run_engine(_problem(m), options)
     floor = 2 * m * 8
     assert result.cache_bytes <= max(budget, floor)
-    for nbytes, itemsize, gram_tol in grams:  # float32 or float64 by the run's tolerance (eps for gsvm)
+    for nbytes, itemsize, gram_tol, max_points in grams:  # float32/float64 by the run's tolerance (eps for gsvm)
         assert nbytes <= max(budget, 64 * 64 * itemsize)
-        assert nbytes == core_set_capacity(budget, gram_tol) ** 2 * itemsize
+        # no larger than the budget allows, nor than the problem needs (max_points)
+        assert nbytes == min(core_set_capacity(budget, gram_tol), max_points or np.inf) ** 2 * itemsize
     assert (len(grams) == 1) == (solver in ("coreset", "cvm", "bvm", "sphere", "mnsvm"))
 
 
