@@ -67,7 +67,7 @@ CORESVC_BAD_PARAMS = [
     ({"kernel": "RBF"}, "kernel must be one of .*; got 'RBF'"),
     ({"solver": "smo"}, "solver must be one of .*; got 'smo'"),
     ({"decision_function_shape": "ova"}, "decision_function_shape must be one of .*; got 'ova'"),
-    ({"second_vertex": "best"}, "second_vertex must be one of .*; got 'best'"),
+    ({"selection": "best"}, "selection must be one of .*; got 'best'"),
     ({"stopping": "gap"}, "stopping must be one of .*; got 'gap'"),
     ({"sampling": "fair"}, "sampling must be one of .*; got 'fair'"),
     ({"bias": "average"}, "bias must be one of .*; got 'average'"),

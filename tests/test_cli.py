@@ -97,7 +97,7 @@ def test_gsvm_style_options(capsys, files, tmp_path):
     assert code == 0, err
     model = load_model(path)
     params = model.get_params()
-    assert params["eta"] == 1.5 and params["bias"] is False and params["second_vertex"] == "gmdm"
+    assert params["eta"] == 1.5 and params["bias"] is False and params["selection"] == "gmdm"
     assert params["gmdm_k"] == 0.3 and params["cache_size"] == 20
     assert params["sample_size"] == 100 and params["n_candidates"] == 100
     assert np.all(model.intercept_ == 0)

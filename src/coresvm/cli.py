@@ -393,7 +393,7 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
     solver.add_argument("-e", "--epsilon", "--tol", dest="tol", metavar="TOL",
                         help="relative duality-gap tolerance, or 'default' (CoreSVC's 0.01)")
     solver.add_argument("-E", "--eta", type=float, help="over-relaxation factor in [1, 2) (default 1)")
-    solver.add_argument("-z", "--optimization", "--second-vertex", dest="second_vertex",
+    solver.add_argument("-z", "--optimization", "--second-vertex", dest="selection",
                         choices=["mdm", "imdm", "gmdm"], help="pairwise-step rule (default imdm)")
     solver.add_argument("-k", "--gmdm-k", type=float, help="exponent of the gmdm rule in [0, 1] (default 0.5)")
     solver.add_argument("--draw-number", type=int, metavar="N",
@@ -549,7 +549,7 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
         p["tol"] = _parse_number(args.tol, "-e (tolerance)")
         if p["tol"] < 1:
             p["eps"] = p["tol"]  # the eps of the stopping rule (bvm, sphere, mnsvm)
-    for name in ("eta", "second_vertex", "gmdm_k", "sample_size", "n_candidates", "batch_size", "n_init",
+    for name in ("eta", "selection", "gmdm_k", "sample_size", "n_candidates", "batch_size", "n_init",
                  "max_iter", "max_time", "solver"):
         value = getattr(args, name)
         if value is not None:

@@ -182,8 +182,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     sampling : {'uniform', 'stratified'}, default='uniform'
         How random candidates are drawn by the sampling solvers: uniformly, or
         gsvm's "fair" draw (a class first, then a point of it; gsvm ``-s``).
-    second_vertex : {'mdm', 'imdm', 'gmdm'}, default='imdm'
-        How a pairwise step ('swap') picks the point it takes weight from:
+    selection : {'mdm', 'imdm', 'gmdm'}, default='imdm'
+        Second-vertex rule (gsvm ``-z``): how a pairwise step ('swap', the
+        core-set inner solve, 'sphere', 'mnsvm') picks the point it takes weight from:
         'mdm' the active point with the largest gradient; 'imdm' the one whose
         (clipped) step decreases the objective most (Franc; seed 004 eq. 5.33);
         'gmdm' the generalized rule with exponent ``gmdm_k``.
@@ -326,7 +327,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         multiscale: bool = True,
         draws: int | None = None,
         sampling: str = "uniform",
-        second_vertex: str = "imdm",
+        selection: str = "imdm",
         gmdm_k: float = 0.5,
         n_candidates: int | None = None,
         batch_size: int | None = None,
@@ -362,7 +363,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.multiscale = multiscale
         self.draws = draws
         self.sampling = sampling
-        self.second_vertex = second_vertex
+        self.selection = selection
         self.gmdm_k = gmdm_k
         self.n_candidates = n_candidates
         self.batch_size = batch_size
@@ -419,7 +420,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         if (isinstance(self.callback_every, bool) or not isinstance(self.callback_every, (int, np.integer))
                 or self.callback_every < 1):
             raise ValueError(f"callback_every must be an integer >= 1; got {self.callback_every!r}")
-        check_choice("second_vertex", self.second_vertex, SECOND_VERTEX_RULES)
+        check_choice("selection", self.selection, SECOND_VERTEX_RULES)
         if not isinstance(self.bias, bool):
             check_choice("bias", self.bias, BIAS_RULES)
         if self.stopping is not None:
@@ -474,7 +475,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             max_add=int(self.batch_size or batch),
             radius_test=self.solver == "cvm",
             step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
-            second_vertex=self.second_vertex,
+            second_vertex=self.selection,
             gmdm_k=float(self.gmdm_k),
             sample_size=0 if full else int(min(self.sample_size, n_points)),
             stratified=self.sampling == "stratified",
