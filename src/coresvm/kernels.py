@@ -24,23 +24,11 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, types
 from numba.extending import overload
-from threadpoolctl import ThreadpoolController
+from threadpoolctl import threadpool_limits
 
 LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
 KERNEL_CODES = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "sigmoid": SIGMOID}
 GAMMA_RULES = ("scale", "auto", "cvm")
-
-_THREADPOOLS: ThreadpoolController | None = None
-
-
-def _blas_pools() -> ThreadpoolController:
-    """One ThreadpoolController for the process: building one scans the loaded libraries
-    (about 15 ms), which ``threadpool_limits`` did on every kernel product (up to 45% of a
-    small fit's time, measured on USPS, 667 rows, one-vs-one)."""
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS
 
 
 @dataclass(frozen=True)
@@ -205,7 +193,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
 
     starts = range(0, n_a, rows)
     n_threads = min(n_threads or os.cpu_count() or 1, len(starts))
-    with _blas_pools().limit(limits=1, user_api="blas"):
+    with threadpool_limits(1, user_api="blas"):
         if n_threads <= 1:
             for start in starts:
                 one_block(start)
