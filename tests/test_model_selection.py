@@ -269,9 +269,17 @@ def test_warm_start_with_coresvc():
     X = rng.normal(size=(300, 2))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     grid = {"C": [4.0, 64.0, 1024.0], "gamma": [0.25, 1.0]}
+    warm_flags = []
+
+    def accuracy_noting_warm_starts(estimator, X_test, y_test):
+        warm_flags.append(bool(getattr(estimator, "warm_started_", False)))
+        return float(np.mean(estimator.predict(X_test) == y_test))
+
     cold = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=False).fit(X, y)
-    warm = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=True).fit(X, y)
+    warm = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=True,
+                           scoring=accuracy_noting_warm_starts).fit(X, y)
     assert warm.warm_start_
+    assert any(warm_flags) and not all(warm_flags)  # the first fit of each (fold, gamma) is cold
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.03)
 
 
