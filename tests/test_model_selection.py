@@ -376,3 +376,22 @@ def test_nested_cv_folds_are_stratified_and_grid_search_works():
         nested_cross_validate(SVC(), X, y, search="random")
     with pytest.raises(ValueError, match="one scoring metric"):
         nested_cross_validate(SVC(), X, y, scoring=["accuracy"])
+
+
+# ---------------------------------------------------------------------- the command line
+def test_cli_select_and_nested_cv_with_pattern_search(monkeypatch, tmp_path, capsys):
+    import coresvm
+    from coresvm.cli import main, write_data
+
+    monkeypatch.setattr(coresvm, "PatternSearchCV", PatternSearchCV, raising=False)  # the export the lead adds
+    X, y = load_iris(return_X_y=True)
+    data = tmp_path / "iris.txt"
+    X, y = X[::3], y[::3]  # 50 rows keep it fast
+    write_data(str(data), X, y)
+    assert main(["select", "-m", "pattern", "-c", "1", "-C", "1024", "-g", "0.01", "-G", "10", "--resolution", "3",
+                 "-i", "2", "-q", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Best: C = ")
+    assert main(["cv", "-m", "pattern", "-c", "1", "-C", "1024", "-g", "0.01", "-G", "10", "--resolution", "3",
+                 "-i", "2", "-o", "2", "-q", str(data)]) == 0
+    assert "Nested Cross Validation Accuracy" in capsys.readouterr().out

@@ -41,7 +41,7 @@ from sklearn.model_selection._validation import (
 )
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_method_params, indexable
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
 
@@ -406,10 +406,21 @@ def _limited_threads(n_threads: int | None):
     previous = numba.get_num_threads()
     numba.set_num_threads(max(1, min(n_threads, numba.config.NUMBA_NUM_THREADS)))
     try:
-        with threadpool_limits(limits=n_threads):
+        with _threadpools().limit(limits=n_threads):
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+_THREADPOOLS: ThreadpoolController | None = None
+
+
+def _threadpools() -> ThreadpoolController:
+    """One controller per (worker) process: building one scans the loaded libraries (15-40 ms)."""
+    global _THREADPOOLS
+    if _THREADPOOLS is None:
+        _THREADPOOLS = ThreadpoolController()
+    return _THREADPOOLS
 
 
 def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress, thread_limit, kwargs):
