@@ -34,6 +34,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.preprocessing import MinMaxScaler
@@ -72,6 +73,39 @@ def subsample(X, y, n: int | None, seed: int):
         keep.append(rng.choice(rows, size=min(share, len(rows)), replace=False))
     keep = np.sort(np.concatenate(keep))
     return X[keep], y[keep]
+
+
+class ConcaveSurface(BaseEstimator):
+    """A fake estimator for ``--synthetic``: its score is a concave function of (log4 C, log4 gamma)."""
+
+    def __init__(self, C=1.0, gamma=1.0, peak=(0.0, 0.0)):
+        self.C, self.gamma, self.peak = C, gamma, peak
+
+    def fit(self, X, y):
+        return self
+
+    def score(self, X, y):
+        log_c, log_gamma = np.log(self.C) / np.log(4), np.log(self.gamma) / np.log(4)
+        return -((log_c - self.peak[0]) ** 2 + ((log_gamma - self.peak[1]) / 1.5) ** 2)
+
+
+def synthetic(n_surfaces: int, seed: int) -> str:
+    """Points evaluated and grid optimum found, over random concave surfaces, per n_restarts."""
+    rng = np.random.default_rng(seed)
+    peaks = [(rng.uniform(-2.5, 5.5), rng.uniform(-5.5, 2.5)) for _ in range(n_surfaces)]
+    X, y = np.zeros((8, 1)), np.arange(8) % 2
+    grid = [(c, g) for c in GSVM_PARAM_GRID["C"] for g in GSVM_PARAM_GRID["gamma"]]
+    lines = [f"### {n_surfaces} random concave surfaces over the 8x8 grid (seed {seed})", "",
+             "| n_restarts | mean points | max points | grid optimum found |", "|---|---|---|---|"]
+    for restarts in range(4):
+        counts, found = [], 0
+        for peak in peaks:
+            search = PatternSearchCV(ConcaveSurface(peak=peak), cv=2, n_restarts=restarts, refit=False).fit(X, y)
+            best = max(grid, key=lambda p, peak=peak: ConcaveSurface(*p, peak=peak).score(X, y))
+            found += (search.best_params_["C"], search.best_params_["gamma"]) == best
+            counts.append(len(search.cv_results_["params"]))
+        lines.append(f"| {restarts} | {np.mean(counts):.1f} | {max(counts)} | {found}/{n_surfaces} |")
+    return "\n".join(lines)
 
 
 def make_estimator(args):
@@ -140,11 +174,13 @@ def main(argv=None) -> int:
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--verbose", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--synthetic", type=int, default=0,
+                        help="instead of data: N random concave score surfaces (points evaluated per n_restarts)")
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "search.md"))
     args = parser.parse_args(argv)
 
-    sections = []
-    for name in args.datasets.split(","):
+    sections = [synthetic(args.synthetic, args.seed)] if args.synthetic else []
+    for name in ([] if args.synthetic else args.datasets.split(",")):
         X, y = subsample(*load(name, 0), args.n_train, args.seed)
         X_test, y_test = subsample(*load(name, 1), args.n_test, args.seed)
         scaler = MinMaxScaler().fit(X)
@@ -159,8 +195,10 @@ def main(argv=None) -> int:
 
     command = "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv if argv is not None else sys.argv[1:])])
     header = (f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: `{command}`\n\n"
-              f"Estimator: {args.estimator} (solver {args.solver}), gsvm's 8x8 grid, n_jobs={args.n_jobs}, "
-              f"n_restarts={args.n_restarts}; {platform.node()}, Python {platform.python_version()}.\n")
+              + ("Estimator: a fake one whose score is the surface. " if args.synthetic else
+                 f"Estimator: {args.estimator} (solver {args.solver}), gsvm's 8x8 grid, n_jobs={args.n_jobs}, "
+                 f"n_restarts={args.n_restarts}; ")
+              + f"{platform.node()}, Python {platform.python_version()}.\n")
     report = header + "\n" + "\n\n".join(sections) + "\n"
     print(report)
     output = Path(args.output)

@@ -663,8 +663,7 @@ def nested_cross_validate(
         results["score_time"].append(time.perf_counter() - start)
         results["test_score"].append(score)
         results["inner_score"].append(float(search_obj.best_score_))
-        results["n_fits"].append(int(getattr(search_obj, "n_fits_", len(search_obj.cv_results_["params"])
-                                             * getattr(search_obj, "n_splits_", 0)) or -1))
+        results["n_fits"].append(_fits_done(search_obj))
         results["search_time"].append(total - fit_time)
         results["fit_time"].append(fit_time)
         results["best_params"].append(search_obj.best_params_)
@@ -679,6 +678,15 @@ def nested_cross_validate(
     for key in keys:
         results[key] = np.asarray(results[key])
     return results
+
+
+def _fits_done(search) -> int:
+    """Fits a fitted search ran (without the refit), or -1 if it does not say."""
+    if hasattr(search, "n_fits_"):
+        return int(search.n_fits_)
+    if hasattr(search, "cv_results_") and hasattr(search, "n_splits_"):
+        return len(search.cv_results_["params"]) * int(search.n_splits_)
+    return -1
 
 
 def _subset(data, indices):
