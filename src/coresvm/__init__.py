@@ -5,8 +5,9 @@ Public names only; see the module of each for details.
 
 from .aesvc import AESVC
 from .model_io import load_model, save_model
+from .model_selection import PatternSearchCV, nested_cross_validate
 from .oneclass import CoreOneClassSVM
 from .svc import CoreSVC
 
-__all__ = ["AESVC", "CoreOneClassSVM", "CoreSVC", "load_model", "save_model"]
+__all__ = ["AESVC", "CoreOneClassSVM", "CoreSVC", "PatternSearchCV", "load_model", "nested_cross_validate", "save_model"]
 __version__ = "0.1.0"

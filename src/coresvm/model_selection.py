@@ -1,0 +1,695 @@
+"""Model selection for kernel SVMs: gsvm's pattern search and nested cross-validation.
+
+``PatternSearchCV`` is the "sparse grid search" of Strack's thesis (seed 004, Algorithm 6,
+after Momma & Bennett 2002): a cross pattern walks over the index grid of the hyper-parameters,
+moving to the best neighbour or halving its step, and restarts deterministically at the grid
+point farthest (in index distance) from every point evaluated so far. Evaluated points are
+cached, so no (point, fold) pair is fitted twice. It has scikit-learn's search API
+(``BaseSearchCV``: ``best_params_``, ``cv_results_``, refit, scoring, ...) and works with any
+estimator. ``nested_cross_validate`` is the thesis's double cross-validation (Section 7.1.1).
+
+Warm starts: when the estimator has a ``warm_start`` parameter and the grid has a ``C`` axis,
+the fits that share a fold and every other parameter (gamma) run in order of increasing C on
+one estimator with ``warm_start=True``, and the last fitted model of each (fold, gamma) is
+kept to start the next batch of that group (gsvm reuses support vectors the same way).
+
+Parallelism goes through joblib (``n_jobs``), so ``joblib.parallel_config(backend="dask")``
+runs the same search on a Dask cluster. When fits run in parallel, each fit's Numba and BLAS
+threads are limited to ``cores // parallel jobs`` so that the machine is not oversubscribed.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import KFold, StratifiedKFold, check_cv
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.model_selection._validation import (
+    _fit_and_score,
+    _insert_error_scores,
+    _warn_or_raise_about_fit_failures,
+)
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_method_params, indexable
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
+
+# gsvm's default grid (seed 004, sec. 3.1 and Appendix A): C = 4^-2..4^5, gamma = 4^-5..4^2,
+# resolution 8, geometric spacing.
+GSVM_PARAM_GRID: dict[str, list[float]] = {
+    "C": [float(v) for v in 4.0 ** np.arange(-2, 6)],
+    "gamma": [float(v) for v in 4.0 ** np.arange(-5, 3)],
+}
+
+
+class PatternSearchCV(BaseSearchCV):
+    """Pattern ("sparse grid") search over a hyper-parameter grid with cross-validation.
+
+    The search of Strack's thesis (seed 004, Algorithm 6): start at the grid centre with
+    step ``ceil(n/2)``; evaluate the cross pattern (the centre and one step up and down each
+    axis); move to the best point of the pattern, or halve the step when the centre is best;
+    stop when the step reaches 0. Then restart, up to ``n_restarts`` times, at the point of
+    largest uncertainty ``U`` = Manhattan index distance to the nearest evaluated point (ties:
+    the first such point in grid order), with step ``min(U, initial step)``, so that its first
+    pattern reaches back to the explored region (those points cost nothing: cached). A restart
+    ends when a point an earlier walk evaluated, within the current step of the restart's best
+    point, scores at least as well: the restart is climbing ground already searched (our rule,
+    not the thesis's). Every evaluated
+    point is cached, so a point is cross-validated once however often the walk meets it. The
+    best point is the best of all evaluated points, as in ``GridSearchCV``.
+
+    Choices the thesis leaves open (marked [UNSURE] in the notes): a pattern point outside the
+    grid is clipped to the grid's edge; the centre wins ties (a move needs a strictly better
+    score); restarts stop early once every grid point is within index distance 1 of an
+    evaluated one.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Any scikit-learn estimator (a classifier, a regressor or a pipeline).
+    param_grid : dict of str to sequence, default=None
+        The axes of the grid, each a sequence of values in their natural order (the pattern
+        steps between neighbours on each axis). ``None`` means gsvm's grid
+        ``{"C": 4.0**arange(-2, 6), "gamma": 4.0**arange(-5, 3)}``. Any number of axes works.
+    scoring : str, callable, list, tuple or dict, default=None
+        As in ``GridSearchCV``. With several metrics, ``refit`` must name the metric that the
+        search climbs.
+    n_jobs : int, default=None
+        Parallel fits through joblib (all fits of one pattern step run at once). Works with any
+        joblib backend, e.g. ``joblib.parallel_config(backend="dask")``.
+    refit : bool, str or callable, default=True
+        Refit the best model on the whole data (``best_estimator_``), as in ``GridSearchCV``.
+    cv : int, cross-validation generator or iterable, default=None
+        As in ``GridSearchCV`` (an int means stratified k-fold for classifiers). The splits are
+        drawn once, so every point is scored on the same folds.
+    verbose : int, default=0
+        ``>= 1``: one progress line per pattern step (fits done / most fits possible, best score
+        so far, elapsed time); ``>= 2``: one line per finished job as well, plus scikit-learn's
+        per-fit messages.
+    pre_dispatch : int or str, default="2*n_jobs"
+        As in ``GridSearchCV``.
+    error_score : "raise" or float, default=np.nan
+        Score of a failed fit; such a point ranks last and is never moved to.
+    return_train_score : bool, default=False
+        As in ``GridSearchCV``.
+    n_restarts : int, default=1
+        Deterministic restarts after the first walk (the thesis does not say how many).
+    warm_start : "auto" or bool, default="auto"
+        ``"auto"``: warm-started fits when the estimator has a ``warm_start`` parameter and the
+        grid has a ``C`` axis (``"C"`` or ``"<step>__C"`` with ``"<step>__warm_start"`` in a
+        pipeline); ``True`` requires that; ``False`` fits every point from scratch.
+
+    Attributes
+    ----------
+    cv_results_ : dict of numpy arrays
+        Exactly ``GridSearchCV``'s keys, one row per evaluated point, in evaluation order.
+    best_estimator_, best_score_, best_params_, best_index_, scorer_, n_splits_, refit_time_,
+    multimetric_ :
+        As in ``GridSearchCV``.
+    search_path_ : list of dict
+        One entry per pattern step: ``run`` (0 = first walk, then restarts), ``center`` (params),
+        ``step`` (index step), ``new`` (params evaluated in this step), ``action``
+        (``"move"``, ``"shrink"``, or ``"joined"`` when a restart reaches an earlier walk's ground
+        and ends).
+    restarts_ : list of dict
+        Per restart: ``start`` (params), ``uncertainty`` (index distance to the nearest point
+        evaluated before) and ``step``.
+    n_fits_ : int
+        Fits done by the search (points evaluated x folds), without the refit.
+    warm_start_ : bool
+        Whether the search used warm-started fits.
+
+    Examples
+    --------
+    >>> from coresvm import CoreSVC
+    >>> from coresvm.model_selection import PatternSearchCV
+    >>> search = PatternSearchCV(CoreSVC(), cv=5, n_jobs=2).fit(X, y)   # doctest: +SKIP
+    >>> search.best_params_, search.best_score_, len(search.cv_results_["params"])  # doctest: +SKIP
+    """
+
+    _parameter_constraints: dict = {
+        **BaseSearchCV._parameter_constraints,
+        "param_grid": [dict, None],
+        "n_restarts": [Interval(numbers.Integral, 0, None, closed="left")],
+        "warm_start": [StrOptions({"auto"}), "boolean"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        param_grid: Mapping[str, Sequence] | None = None,
+        *,
+        scoring=None,
+        n_jobs: int | None = None,
+        refit=True,
+        cv=None,
+        verbose: int = 0,
+        pre_dispatch="2*n_jobs",
+        error_score=np.nan,
+        return_train_score: bool = False,
+        n_restarts: int = 1,
+        warm_start: str | bool = "auto",
+    ):
+        super().__init__(
+            estimator=estimator,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            refit=refit,
+            cv=cv,
+            verbose=verbose,
+            pre_dispatch=pre_dispatch,
+            error_score=error_score,
+            return_train_score=return_train_score,
+        )
+        self.param_grid = param_grid
+        self.n_restarts = n_restarts
+        self.warm_start = warm_start
+
+    # ------------------------------------------------------------------ grid
+    def _grid_axes(self) -> list[tuple[str, list]]:
+        grid = GSVM_PARAM_GRID if self.param_grid is None else self.param_grid
+        if not grid:
+            raise ValueError("param_grid must name at least one parameter; got an empty dict")
+        axes = []
+        for name, values in grid.items():
+            if not isinstance(name, str):
+                raise ValueError(f"param_grid keys must be parameter names (str); got {name!r}")
+            if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+                raise ValueError(f"param_grid[{name!r}] must be a sequence of values; got {values!r}")
+            values = list(values)
+            if not values:
+                raise ValueError(f"param_grid[{name!r}] is empty; give at least one value")
+            axes.append((name, values))
+        return axes
+
+    def _warm_start_keys(self, axes) -> tuple[str, str] | None:
+        """(grid axis of C, estimator's warm_start parameter), or None for cold fits."""
+        if self.warm_start is False:
+            return None
+        params = self.estimator.get_params()
+        for name, _ in axes:
+            if name == "C" or name.endswith("__C"):
+                flag = name[:-1] + "warm_start"
+                if flag in params:
+                    return name, flag
+        if self.warm_start is True:
+            raise ValueError(
+                "warm_start=True needs an estimator with a warm_start parameter and a 'C' axis in param_grid "
+                f"(or '<step>__C' with '<step>__warm_start'); got axes {[n for n, _ in axes]} for "
+                f"{type(self.estimator).__name__}"
+            )
+        return None
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None, **params):
+        """Run the pattern search and (unless ``refit=False``) refit the best model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,), default=None
+            Targets.
+        **params : dict
+            Passed to the estimator's ``fit``, the scorer and the CV splitter, as in
+            ``GridSearchCV.fit``.
+
+        Returns
+        -------
+        self : PatternSearchCV
+        """
+        axes = self._grid_axes()
+        scorers, refit_metric = self._get_scorers()
+        X, y = indexable(X, y)
+        params = _check_method_params(X, params=params)
+        routed_params = self._get_routed_params_for_fit(params)
+        cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
+        splits = list(cv.split(X, y, **routed_params.splitter.split))
+        if not splits:
+            raise ValueError(f"cv={self.cv!r} produced no train/test splits")
+        self.n_splits_ = len(splits)
+        base_estimator = clone(self.estimator)
+        warm_keys = self._warm_start_keys(axes)
+        self.warm_start_ = warm_keys is not None
+        fit_and_score_kwargs = dict(
+            scorer=scorers,
+            fit_params=routed_params.estimator.fit,
+            score_params=routed_params.scorer.score,
+            return_train_score=self.return_train_score,
+            return_n_test_samples=True,
+            return_times=True,
+            return_parameters=False,
+            error_score=self.error_score,
+            verbose=self.verbose,
+        )
+        max_fits = math.prod(len(v) for _, v in axes) * self.n_splits_
+        with Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch, return_as="generator") as parallel:
+            evaluator = _CandidateEvaluator(
+                search=self, X=X, y=y, splits=splits, base_estimator=base_estimator, warm_keys=warm_keys,
+                parallel=parallel, thread_limit=_inner_thread_limit(self.n_jobs),
+                fit_and_score_kwargs=fit_and_score_kwargs,
+                progress=_Progress(type(self).__name__, max_fits, self.verbose),
+            )
+            self._axes = axes
+            try:
+                self._run_search(evaluator)
+            finally:
+                del self._axes
+        results = evaluator.results
+        self.n_fits_ = evaluator.n_fits
+        first_test_score = evaluator.all_out[0]["test_scores"]
+        self.multimetric_ = isinstance(first_test_score, dict)
+        if callable(self.scoring) and self.multimetric_:
+            self._check_refit_for_multimetric(first_test_score)
+            refit_metric = self.refit
+
+        if self.refit or not self.multimetric_:
+            self.best_index_ = self._select_best_index(self.refit, refit_metric, results)
+            if not callable(self.refit):
+                self.best_score_ = results[f"mean_test_{refit_metric}"][self.best_index_]
+            self.best_params_ = results["params"][self.best_index_]
+
+        if self.refit:
+            self.best_estimator_ = clone(base_estimator).set_params(**clone(self.best_params_, safe=False))
+            refit_start = time.time()
+            if y is not None:
+                self.best_estimator_.fit(X, y, **routed_params.estimator.fit)
+            else:
+                self.best_estimator_.fit(X, **routed_params.estimator.fit)
+            self.refit_time_ = time.time() - refit_start
+            if hasattr(self.best_estimator_, "feature_names_in_"):
+                self.feature_names_in_ = self.best_estimator_.feature_names_in_
+
+        self.scorer_ = getattr(scorers, "_scorers", scorers)
+        self.cv_results_ = results
+        return self
+
+    # ------------------------------------------------------------------ the pattern search
+    def _run_search(self, evaluate_candidates, **_ignored):
+        """Algorithm 6 of seed 004 plus deterministic restarts; see the class docstring."""
+        axes = self._axes
+        shape = tuple(len(values) for _, values in axes)
+        scores: dict[tuple[int, ...], float] = {}
+        self.search_path_, self.restarts_ = [], []
+
+        def params_at(index):
+            return {name: values[i] for (name, values), i in zip(axes, index, strict=True)}
+
+        def evaluate(indices):
+            new = [i for i in dict.fromkeys(indices) if i not in scores]
+            if new:
+                results = evaluate_candidates([params_at(i) for i in new])
+                means = results[self._climb_key(results)][-len(new):]
+                for i, score in zip(new, means, strict=True):
+                    scores[i] = float(score) if np.isfinite(score) else -np.inf
+            return new
+
+        def walk(run, center, step):
+            explored = set(scores)  # points of earlier walks
+            while step > 0:
+                pattern = _cross_pattern(center, step, shape)
+                new = evaluate(pattern)
+                best = center
+                for point in pattern:  # the centre wins ties: a move needs a strictly better score
+                    if scores[point] > scores[best]:
+                        best = point
+                action = "shrink" if best == center else "move"
+                if run > 0 and any(scores[q] >= scores[best] for q in explored if _distance(q, best) <= step):
+                    action = "joined"  # a restart reached ground an earlier walk already climbed: stop
+                self.search_path_.append({"run": run, "center": params_at(center), "step": step,
+                                          "new": [params_at(i) for i in new], "action": action})
+                if action == "joined":
+                    return
+                if best == center:
+                    step //= 2
+                else:
+                    center = best
+
+        initial_step = max(1, min((math.ceil(n / 2) for n in shape if n > 1), default=1))
+        walk(0, tuple((n - 1) // 2 for n in shape), initial_step)  # thesis: ceil(n/2), 1-based
+        for run in range(1, self.n_restarts + 1):
+            start, uncertainty = _most_uncertain_point(shape, scores)
+            if uncertainty < 2:  # every point is next to an evaluated one: nothing left to explore
+                break
+            step = min(initial_step, uncertainty)
+            self.restarts_.append({"start": params_at(start), "uncertainty": uncertainty, "step": step})
+            walk(run, start, step)
+
+    def _climb_key(self, results) -> str:
+        """The cv_results_ column the pattern climbs: the single score, or the refit metric."""
+        if "mean_test_score" in results:
+            return "mean_test_score"
+        if isinstance(self.refit, str) and f"mean_test_{self.refit}" in results:
+            return f"mean_test_{self.refit}"
+        raise ValueError(
+            "PatternSearchCV with several metrics needs refit=<metric name> to know which score to climb; "
+            f"got refit={self.refit!r}"
+        )
+
+
+def _distance(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    return sum(abs(i - j) for i, j in zip(a, b, strict=True))
+
+
+def _cross_pattern(center: tuple[int, ...], step: int, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The centre, then one step down and up along each axis, clipped to the grid (deduplicated)."""
+    points = [center]
+    for axis, n in enumerate(shape):
+        for direction in (-1, 1):
+            point = list(center)
+            point[axis] = min(max(center[axis] + direction * step, 0), n - 1)
+            points.append(tuple(point))
+    return list(dict.fromkeys(points))
+
+
+def _most_uncertain_point(shape: tuple[int, ...], evaluated) -> tuple[tuple[int, ...], int]:
+    """Grid point maximising U = Manhattan index distance to the nearest evaluated point (seed 004,
+    sec. 3.3); ties go to the first point in C order of the grid."""
+    grid = np.indices(shape).reshape(len(shape), -1).T
+    done = np.array(list(evaluated), dtype=np.int64).reshape(-1, len(shape))
+    if len(done) == 0:
+        return tuple(int(v) for v in grid[0]), int(sum(shape))
+    distance = np.abs(grid[:, None, :] - done[None, :, :]).sum(axis=2).min(axis=1)
+    best = int(np.argmax(distance))
+    return tuple(int(v) for v in grid[best]), int(distance[best])
+
+
+# ---------------------------------------------------------------------- evaluation of candidates
+def _inner_thread_limit(n_jobs) -> int | None:
+    """Threads per fit when fits run in parallel: cores // parallel jobs (None: no limit)."""
+    workers = effective_n_jobs(n_jobs)
+    if workers <= 1:
+        return None
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
+@contextmanager
+def _limited_threads(n_threads: int | None):
+    """Hold Numba's and the BLAS/OpenMP pools to n_threads inside one job (in the worker)."""
+    if n_threads is None:
+        yield
+        return
+    import numba
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(n_threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        with _threadpools().limit(limits=n_threads):
+            yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+_THREADPOOLS: ThreadpoolController | None = None
+
+
+def _threadpools() -> ThreadpoolController:
+    """One controller per (worker) process: building one scans the loaded libraries (15-40 ms)."""
+    global _THREADPOOLS
+    if _THREADPOOLS is None:
+        _THREADPOOLS = ThreadpoolController()
+    return _THREADPOOLS
+
+
+def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress, thread_limit, kwargs):
+    """Fit and score one estimator on one split for each parameter set, in order.
+
+    With ``estimator.warm_start=True`` each fit starts from the previous one. A failed fit is
+    not used as a start: the next fit starts from a fresh clone. Returns (outputs, estimator).
+    """
+    outputs = []
+    with _limited_threads(thread_limit):
+        for parameters in parameter_list:
+            out = _fit_and_score(estimator, X, y, train=train, test=test, parameters=parameters,
+                                 split_progress=split_progress, **kwargs)
+            outputs.append(out)
+            if out["fit_error"] is not None:
+                estimator = clone(estimator)
+    return outputs, estimator
+
+
+class _CandidateEvaluator:
+    """``evaluate_candidates`` of ``PatternSearchCV``: cross-validates a batch of parameter sets
+    on the fixed splits and returns all results so far, formatted as ``cv_results_``.
+
+    Cold: one job per (point, split), on a fresh clone. Warm: one job per (split, all parameters
+    but C), fitting its C values in increasing order on one estimator with warm_start=True that
+    continues from the model this group fitted last (kept in ``self.warm_models``).
+    """
+
+    def __init__(self, search, X, y, splits, base_estimator, warm_keys, parallel, thread_limit,
+                 fit_and_score_kwargs, progress):
+        self.search, self.X, self.y, self.splits = search, X, y, splits
+        self.base_estimator, self.warm_keys = base_estimator, warm_keys
+        self.parallel, self.thread_limit, self.kwargs = parallel, thread_limit, fit_and_score_kwargs
+        self.progress = progress
+        self.all_params: list[dict] = []
+        self.all_out: list[dict] = []
+        self.warm_models: dict = {}
+        self.results: dict = {}
+        self.n_fits = 0
+
+    def _jobs(self, candidates):
+        """(output positions, split index, group key, parameter list) per job."""
+        n_splits = len(self.splits)
+        if self.warm_keys is None:
+            return [([c * n_splits + s], s, None, [params])
+                    for c, params in enumerate(candidates) for s in range(n_splits)]
+        c_axis, _ = self.warm_keys
+        groups: dict[str, list[int]] = {}
+        for c, params in enumerate(candidates):
+            key = repr(sorted((k, v) for k, v in params.items() if k != c_axis))
+            groups.setdefault(key, []).append(c)
+        jobs = []
+        for s in range(n_splits):
+            for key, members in groups.items():
+                members = sorted(members, key=lambda c: candidates[c][c_axis])
+                jobs.append(([c * n_splits + s for c in members], s, key, [candidates[c] for c in members]))
+        return jobs
+
+    def _start_estimator(self, split, key):
+        if key is None:
+            return clone(self.base_estimator)
+        model = self.warm_models.get((split, key))
+        if model is None:
+            model = clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
+        return model
+
+    def __call__(self, candidate_params) -> dict:
+        candidates = list(candidate_params)
+        n_splits = len(self.splits)
+        out: list[dict | None] = [None] * (len(candidates) * n_splits)
+        jobs = self._jobs(candidates)
+        kwargs = {**self.kwargs, "return_estimator": False}
+        tasks = (
+            delayed(_fit_candidates)(self._start_estimator(split, key), self.X, self.y, *self.splits[split],
+                                     parameter_list, (split, n_splits), self.thread_limit, kwargs)
+            for _, split, key, parameter_list in jobs
+        )
+        for (positions, split, key, _), (outputs, model) in zip(jobs, self.parallel(tasks), strict=True):
+            for position, output in zip(positions, outputs, strict=True):
+                out[position] = output
+            if key is not None:
+                self.warm_models[(split, key)] = model
+            self.n_fits += len(outputs)
+            self.progress.job_done(self.n_fits, len(self.all_params) + len(candidates))
+
+        _warn_or_raise_about_fit_failures(out, self.search.error_score)
+        if callable(self.search.scoring):
+            _insert_error_scores(out, self.search.error_score)
+        self.all_params.extend(candidates)
+        self.all_out.extend(out)
+        self.results = self.search._format_results(self.all_params, n_splits, self.all_out)
+        self.progress.batch_done(self.n_fits, self.results, self.search._climb_key(self.results))
+        return self.results
+
+
+class _Progress:
+    """Progress lines for verbose searches: fits done / most fits possible, best so far, elapsed."""
+
+    def __init__(self, label: str, max_fits: int, verbose: int):
+        self.label, self.max_fits, self.verbose = label, max_fits, verbose
+        self.start = time.perf_counter()
+        self.best = ""
+
+    def _line(self, text: str) -> None:
+        elapsed = time.perf_counter() - self.start
+        print(f"[{self.label}] {text}{self.best}, {elapsed:.1f} s", file=sys.stdout, flush=True)
+
+    def job_done(self, n_fits: int, n_points: int) -> None:
+        if self.verbose >= 2:
+            self._line(f"fits {n_fits}/{self.max_fits} max, {n_points} points")
+
+    def batch_done(self, n_fits: int, results: dict, climb_key: str) -> None:
+        scores = np.asarray(results[climb_key], dtype=float)
+        if np.any(np.isfinite(scores)):
+            best = int(np.nanargmax(np.where(np.isfinite(scores), scores, -np.inf)))
+            shown = ", ".join(f"{k}={v:g}" if isinstance(v, numbers.Real) else f"{k}={v!r}"
+                              for k, v in results["params"][best].items())
+            self.best = f", best {scores[best]:.4f} at {shown}"
+        if self.verbose >= 1:
+            self._line(f"fits {n_fits}/{self.max_fits} max, {len(scores)} points")
+
+
+# ---------------------------------------------------------------------- nested cross-validation
+def _folds(cv, estimator, random_state):
+    """An int means stratified (classifiers) shuffled k-fold: gsvm's "fair" fold assignment;
+    shuffled because LIBSVM files are often ordered by class or source."""
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        if cv < 2:
+            raise ValueError(f"the number of folds must be >= 2; got {cv}")
+        splitter = StratifiedKFold if is_classifier(estimator) else KFold
+        return splitter(n_splits=int(cv), shuffle=True, random_state=random_state)
+    return cv
+
+
+def _make_search(search, estimator, param_grid, inner_cv, scoring, n_jobs, verbose):
+    if isinstance(search, str):
+        if search == "pattern":
+            return PatternSearchCV(estimator, param_grid, cv=inner_cv, scoring=scoring, n_jobs=n_jobs,
+                                   verbose=verbose)
+        if search == "grid":
+            from sklearn.model_selection import GridSearchCV
+
+            return GridSearchCV(estimator, param_grid or GSVM_PARAM_GRID, cv=inner_cv, scoring=scoring,
+                                n_jobs=n_jobs, verbose=verbose)
+        raise ValueError(f"search must be 'pattern', 'grid' or a search object such as GridSearchCV(...); "
+                         f"got {search!r}")
+    if not hasattr(search, "fit") or "cv" not in search.get_params(deep=False):
+        raise ValueError(f"search must be 'pattern', 'grid' or a search object with a cv parameter; got {search!r}")
+    if param_grid is not None:
+        raise ValueError("param_grid is only used with search='pattern' or 'grid'; set it on the search object")
+    settings = {"cv": inner_cv, "refit": True}
+    if estimator is not None:
+        settings["estimator"] = estimator
+    return clone(search).set_params(**settings)
+
+
+def nested_cross_validate(
+    estimator,
+    X,
+    y,
+    *,
+    search="pattern",
+    param_grid: Mapping[str, Sequence] | None = None,
+    outer_cv=5,
+    inner_cv=5,
+    scoring=None,
+    n_jobs: int | None = None,
+    random_state: int | None = 0,
+    return_estimator: bool = False,
+    verbose: int = 0,
+) -> dict:
+    """Nested (double) cross-validation: the thesis's protocol for an unbiased accuracy estimate.
+
+    For each outer fold (seed 004, Section 7.1.1): a hyper-parameter search with ``inner_cv``
+    folds on the outer training part only, a refit of the best parameters on that whole part,
+    and a test on the held-out part, which the search never sees.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        The model to tune (e.g. ``CoreSVC()``); may be None when ``search`` is an object that
+        already holds it.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+    search : "pattern", "grid" or a search object, default="pattern"
+        ``"pattern"``: ``PatternSearchCV``; ``"grid"``: scikit-learn's ``GridSearchCV``, both over
+        ``param_grid`` (default gsvm's 8x8 grid of C and gamma). A search object (e.g.
+        ``PatternSearchCV(..., n_restarts=0)``) is cloned, and its ``cv`` is set to the inner
+        folds, ``refit`` to True and its estimator to ``estimator`` (if not None).
+    param_grid : dict, default=None
+        The grid for ``search="pattern"`` or ``"grid"``.
+    outer_cv, inner_cv : int or cross-validation generator, default=5
+        An int k means stratified k-fold (plain k-fold for regressors), shuffled with
+        ``random_state``, as gsvm's "fair" folds.
+    scoring : str or callable, default=None
+        One metric, for the inner search and the outer test (None: the estimator's ``score``).
+    n_jobs : int, default=None
+        Parallel fits inside each search.
+    random_state : int or None, default=0
+        Shuffling of the folds made from ints.
+    return_estimator : bool, default=False
+        Also return each outer fold's refitted best model.
+    verbose : int, default=0
+        Passed to the searches; ``>= 1`` also prints one line per outer fold.
+
+    Returns
+    -------
+    dict
+        Per outer fold (arrays or lists of length ``n_outer``): ``test_score``, ``best_params``,
+        ``inner_score`` (the search's best mean CV score), ``n_fits`` (fits of the search, where
+        known, else -1), ``search_time`` (seconds of the search without the refit), ``fit_time``
+        (the refit on the outer training part), ``score_time``, ``train_indices``,
+        ``test_indices``; and ``estimator`` if asked.
+    """
+    if isinstance(scoring, list | tuple | set | dict):
+        raise ValueError("nested_cross_validate takes one scoring metric (a str or a callable); "
+                         f"got {scoring!r}")
+    template_estimator = estimator if estimator is not None else getattr(search, "estimator", None)
+    if template_estimator is None:
+        raise ValueError("estimator is None and search holds no estimator")
+    X, y = indexable(X, y)
+    classifier = is_classifier(template_estimator)
+    outer = check_cv(_folds(outer_cv, template_estimator, random_state), y, classifier=classifier)
+    inner = _folds(inner_cv, template_estimator, random_state)
+    template = _make_search(search, estimator, param_grid, inner, scoring, n_jobs, verbose)
+    scorer = check_scoring(template_estimator, scoring)
+    keys = ("test_score", "inner_score", "n_fits", "search_time", "fit_time", "score_time")
+    results: dict[str, list] = {k: [] for k in (*keys, "best_params", "train_indices", "test_indices")}
+    if return_estimator:
+        results["estimator"] = []
+    for fold, (train, test) in enumerate(outer.split(X, y)):
+        X_train, y_train = _subset(X, train), _subset(y, train)
+        search_obj = clone(template)
+        start = time.perf_counter()
+        search_obj.fit(X_train, y_train)
+        total = time.perf_counter() - start
+        fit_time = float(getattr(search_obj, "refit_time_", 0.0))
+        start = time.perf_counter()
+        score = float(scorer(search_obj.best_estimator_, _subset(X, test), _subset(y, test)))
+        results["score_time"].append(time.perf_counter() - start)
+        results["test_score"].append(score)
+        results["inner_score"].append(float(search_obj.best_score_))
+        results["n_fits"].append(_fits_done(search_obj))
+        results["search_time"].append(total - fit_time)
+        results["fit_time"].append(fit_time)
+        results["best_params"].append(search_obj.best_params_)
+        results["train_indices"].append(train)
+        results["test_indices"].append(test)
+        if return_estimator:
+            results["estimator"].append(search_obj.best_estimator_)
+        if verbose:
+            print(f"[nested_cross_validate] outer fold {fold + 1}: {search_obj.best_params_}, inner "
+                  f"{search_obj.best_score_:.4f}, test {score:.4f}, search {total - fit_time:.1f} s, "
+                  f"refit {fit_time:.1f} s", flush=True)
+    for key in keys:
+        results[key] = np.asarray(results[key])
+    return results
+
+
+def _fits_done(search) -> int:
+    """Fits a fitted search ran (without the refit), or -1 if it does not say."""
+    if hasattr(search, "n_fits_"):
+        return int(search.n_fits_)
+    if hasattr(search, "cv_results_") and hasattr(search, "n_splits_"):
+        return len(search.cv_results_["params"]) * int(search.n_splits_)
+    return -1
+
+
+def _subset(data, indices):
+    if hasattr(data, "iloc"):
+        return data.iloc[indices]
+    return data[indices]

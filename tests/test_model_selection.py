@@ -1,0 +1,397 @@
+"""PatternSearchCV and nested_cross_validate (seed 004, sec. 3: pattern search, nested CV)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import load_iris
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.svm import SVC
+
+from coresvm.model_selection import (
+    GSVM_PARAM_GRID,
+    PatternSearchCV,
+    _cross_pattern,
+    _most_uncertain_point,
+    nested_cross_validate,
+)
+
+LOG4_C = np.log(GSVM_PARAM_GRID["C"]) / np.log(4)          # -2..5
+LOG4_GAMMA = np.log(GSVM_PARAM_GRID["gamma"]) / np.log(4)  # -5..2
+
+FIT_LOG: list[dict] = []  # every fit of the fake estimators (n_jobs=1 runs in this process)
+
+
+def unimodal(log_c, log_gamma, peak=(2.0, -1.0), scale=(1.0, 1.5)):
+    """A concave, axis-aligned score surface over (log4 C, log4 gamma) with its maximum at peak."""
+    return -(((log_c - peak[0]) / scale[0]) ** 2 + ((log_gamma - peak[1]) / scale[1]) ** 2)
+
+
+class SurfaceEstimator(ClassifierMixin, BaseEstimator):
+    """A fake classifier whose score is a fixed function of (C, gamma), whatever the data.
+
+    Column 0 of X holds the row id; every fit and score is logged with the ids it saw. With
+    warm_start=True a refit records the C it continued from.
+    """
+
+    def __init__(self, C=1.0, gamma=1.0, surface="unimodal", peak=(2.0, -1.0), warm_start=False):
+        self.C = C
+        self.gamma = gamma
+        self.surface = surface
+        self.peak = peak
+        self.warm_start = warm_start
+
+    def fit(self, X, y):
+        previous = getattr(self, "fitted_C_", None) if self.warm_start else None
+        FIT_LOG.append({"event": "fit", "C": self.C, "gamma": self.gamma, "ids": X[:, 0].astype(int).copy(),
+                        "warm_from": previous, "object": id(self)})
+        self.fitted_C_ = self.C
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+    def score(self, X, y=None):
+        FIT_LOG.append({"event": "score", "ids": X[:, 0].astype(int).copy()})
+        log_c, log_gamma = math.log(self.C, 4), math.log(self.gamma, 4)
+        if self.surface == "unimodal":
+            return unimodal(log_c, log_gamma, self.peak)
+        # "bimodal": a broad hill near the grid centre and a higher narrow one in the (C, gamma) high corner
+        broad = 1.0 - 0.05 * ((log_c - 1.5) ** 2 + (log_gamma + 1.5) ** 2)
+        narrow = 2.0 - 0.5 * ((log_c - 5) ** 2 + (log_gamma - 2) ** 2)
+        return max(broad, narrow)
+
+
+def toy_data(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.arange(n), rng.normal(size=(n, 2))])
+    y = np.arange(n) % 2
+    return X, y
+
+
+def grid_optimum(surface_fn):
+    values = {(c, g): surface_fn(lc, lg) for c, lc in zip(GSVM_PARAM_GRID["C"], LOG4_C, strict=True)
+              for g, lg in zip(GSVM_PARAM_GRID["gamma"], LOG4_GAMMA, strict=True)}
+    return max(values, key=values.get)
+
+
+# ---------------------------------------------------------------------- the pattern itself
+def test_cross_pattern_clips_to_the_grid_and_dedupes():
+    assert _cross_pattern((3, 3), 4, (8, 8)) == [(3, 3), (0, 3), (7, 3), (3, 0), (3, 7)]
+    assert _cross_pattern((0, 7), 1, (8, 8)) == [(0, 7), (1, 7), (0, 6)]
+    assert _cross_pattern((0,), 2, (1,)) == [(0,)]
+
+
+def test_most_uncertain_point_is_the_farthest_from_all_evaluated():
+    evaluated = {(0, 0), (7, 7)}
+    point, distance = _most_uncertain_point((8, 8), evaluated)
+    assert distance == 7 and point == (0, 7)  # ties: first in grid order
+    grid = [(i, j) for i in range(8) for j in range(8)]
+    brute = max(min(abs(i - a) + abs(j - b) for a, b in evaluated) for i, j in grid)
+    assert distance == brute
+
+
+# ---------------------------------------------------------------------- finds the optimum
+@pytest.mark.parametrize("peak", [(c, g) for c in LOG4_C for g in LOG4_GAMMA])
+def test_finds_the_grid_optimum_of_a_unimodal_surface(peak):
+    X, y = toy_data()
+    search = PatternSearchCV(SurfaceEstimator(peak=tuple(peak), warm_start=False), cv=3, n_restarts=0,
+                             refit=False).fit(X, y)
+    best = grid_optimum(lambda lc, lg: unimodal(lc, lg, peak))
+    assert (search.best_params_["C"], search.best_params_["gamma"]) == best
+    assert len(search.cv_results_["params"]) < 64  # fewer evaluations than the full grid
+
+
+def test_off_grid_peak_and_fewer_than_a_third_of_the_grid_on_average():
+    X, y = toy_data()
+    counts = []
+    for peak in [(0.4, -2.3), (3.7, 1.2), (-1.6, -4.4), (4.6, 0.3)]:
+        search = PatternSearchCV(SurfaceEstimator(peak=peak), cv=2, n_restarts=0, refit=False).fit(X, y)
+        best = grid_optimum(lambda lc, lg, p=peak: unimodal(lc, lg, p))
+        assert (search.best_params_["C"], search.best_params_["gamma"]) == best
+        counts.append(len(search.cv_results_["params"]))
+    assert np.mean(counts) <= 64 / 3
+
+
+def test_matches_grid_search_on_a_small_real_set():
+    X, y = load_iris(return_X_y=True)
+    grid = {"C": [4.0**k for k in range(-2, 6)], "gamma": [4.0**k for k in range(-5, 3)]}
+    cv = KFold(5, shuffle=True, random_state=0)
+    full = GridSearchCV(SVC(), grid, cv=cv).fit(X, y)
+    pattern = PatternSearchCV(SVC(), grid, cv=cv).fit(X, y)
+    assert pattern.best_score_ == pytest.approx(full.best_score_)
+    assert len(pattern.cv_results_["params"]) < 64
+    # the same point gets the same CV score from both tools
+    scores = {tuple(p.values()): s for p, s in zip(full.cv_results_["params"], full.cv_results_["mean_test_score"],
+                                                   strict=True)}
+    for p, s in zip(pattern.cv_results_["params"], pattern.cv_results_["mean_test_score"], strict=True):
+        assert s == pytest.approx(scores[tuple(p.values())])
+    assert pattern.best_estimator_.get_params()["C"] == pattern.best_params_["C"]
+    assert pattern.score(X, y) == pytest.approx(full.best_estimator_.__class__(**pattern.best_params_)
+                                                .fit(X, y).score(X, y))
+
+
+def test_cv_results_has_grid_search_keys():
+    X, y = load_iris(return_X_y=True)
+    grid = {"C": [0.5, 4.0], "gamma": [0.1, 1.0]}
+    for extra in ({}, {"return_train_score": True}, {"scoring": ["accuracy", "f1_macro"], "refit": "accuracy"}):
+        full = GridSearchCV(SVC(), grid, cv=3, **extra).fit(X, y)
+        pattern = PatternSearchCV(SVC(), grid, cv=3, **extra).fit(X, y)
+        assert set(pattern.cv_results_) == set(full.cv_results_)
+        for key, value in pattern.cv_results_.items():
+            assert len(value) == len(pattern.cv_results_["params"]), key
+
+
+def test_multimetric_needs_a_refit_metric_to_climb():
+    X, y = load_iris(return_X_y=True)
+    search = PatternSearchCV(SVC(), {"C": [0.5, 4.0]}, cv=3, scoring=["accuracy", "f1_macro"], refit=False)
+    with pytest.raises(ValueError, match="refit=<metric name>"):
+        search.fit(X, y)
+
+
+def test_bad_grid_is_named():
+    X, y = toy_data()
+    with pytest.raises(ValueError, match=r"param_grid\['C'\] is empty"):
+        PatternSearchCV(SurfaceEstimator(), {"C": []}).fit(X, y)
+    with pytest.raises(ValueError, match="warm_start=True"):
+        PatternSearchCV(SVC(), {"C": [1.0]}, warm_start=True).fit(X, y)
+
+
+# ---------------------------------------------------------------------- restarts and the cache
+def test_restarts_visit_unvisited_regions_and_find_the_corner_peak():
+    X, y = toy_data()
+    single = PatternSearchCV(SurfaceEstimator(surface="bimodal"), cv=2, n_restarts=0, refit=False).fit(X, y)
+    assert single.best_params_ == {"C": 4.0, "gamma": 4.0**-2}  # the first walk climbs the broad hill
+    restarted = PatternSearchCV(SurfaceEstimator(surface="bimodal"), cv=2, n_restarts=3, refit=False).fit(X, y)
+    assert restarted.restarts_, "no restart happened"
+    axes = list(GSVM_PARAM_GRID.values())
+    evaluated_before = set()
+    for step in restarted.search_path_:
+        if step["run"] == 0:
+            evaluated_before |= {(axes[0].index(p["C"]), axes[1].index(p["gamma"])) for p in step["new"]}
+    first = restarted.restarts_[0]
+    start = (axes[0].index(first["start"]["C"]), axes[1].index(first["start"]["gamma"]))
+    assert start not in evaluated_before
+    distances = [abs(start[0] - a) + abs(start[1] - b) for a, b in evaluated_before]
+    assert min(distances) == first["uncertainty"] >= 2
+    assert _most_uncertain_point((8, 8), evaluated_before) == (start, first["uncertainty"])
+    assert restarted.best_params_ == {"C": 4.0**5, "gamma": 4.0**2}
+    assert len(restarted.cv_results_["params"]) < 64
+
+
+def test_cache_prevents_re_evaluation():
+    X, y = toy_data()
+    FIT_LOG.clear()
+    search = PatternSearchCV(SurfaceEstimator(surface="bimodal"), cv=3, n_restarts=3, refit=False,
+                             warm_start=False).fit(X, y)
+    fits = [(e["C"], e["gamma"]) for e in FIT_LOG if e["event"] == "fit"]
+    points = [(p["C"], p["gamma"]) for p in search.cv_results_["params"]]
+    assert len(points) == len(set(points))
+    assert len(fits) == 3 * len(points) == search.n_fits_
+    assert sorted(set(fits)) == sorted(points)
+    axes = list(GSVM_PARAM_GRID.values())
+    asked = sum(len(_cross_pattern((axes[0].index(s["center"]["C"]), axes[1].index(s["center"]["gamma"])),
+                                   s["step"], (8, 8))) for s in search.search_path_)
+    assert asked > len(points)  # the walk asked for evaluated points again; the cache answered
+
+
+# ---------------------------------------------------------------------- warm starts
+def test_warm_fits_share_fold_and_gamma_in_increasing_c():
+    X, y = toy_data()
+    FIT_LOG.clear()
+    cold = PatternSearchCV(SurfaceEstimator(), cv=3, warm_start=False, refit=False).fit(X, y)
+    cold_fits = [e for e in FIT_LOG if e["event"] == "fit"]
+    assert not cold.warm_start_ and all(e["warm_from"] is None for e in cold_fits)
+    FIT_LOG.clear()
+    warm = PatternSearchCV(SurfaceEstimator(), cv=3, refit=False).fit(X, y)  # "auto": has warm_start
+    fits = [e for e in FIT_LOG if e["event"] == "fit"]
+    assert warm.warm_start_
+    assert warm.best_params_ == cold.best_params_ and len(fits) == len(cold_fits)
+    assert any(e["warm_from"] is not None for e in fits)
+    by_object: dict[int, list] = {}
+    for e in fits:
+        by_object.setdefault(e["object"], []).append(e)
+    for chain in by_object.values():  # one estimator per (fold, gamma): same rows, same gamma
+        assert len({e["gamma"] for e in chain}) == 1
+        assert len({tuple(e["ids"]) for e in chain}) == 1
+        for before, after in zip(chain, chain[1:], strict=False):
+            assert after["warm_from"] == before["C"]
+    # inside one batch (consecutive fits of one object), C increases
+    for before, after in zip(fits, fits[1:], strict=False):
+        if before["object"] == after["object"]:
+            assert after["C"] > before["C"] or after["warm_from"] == before["C"]
+    n_groups = len({(e["gamma"], tuple(e["ids"])) for e in fits})
+    assert len(by_object) == n_groups  # the last model of a group starts its next batch
+
+
+def test_warm_start_batches_are_ordered_by_increasing_c():
+    X, y = toy_data()
+    grid = {"C": [8.0, 1.0, 4.0, 2.0], "gamma": [1.0]}  # one pattern step evaluates several C at once
+    FIT_LOG.clear()
+    PatternSearchCV(SurfaceEstimator(), grid, cv=2, refit=False, n_restarts=0).fit(X, y)
+    fits = [e for e in FIT_LOG if e["event"] == "fit"]
+    first_batch = [e for e in fits if e["object"] == fits[0]["object"]]
+    first_cs = [e["C"] for e in first_batch[:3]]
+    assert first_cs == sorted(first_cs)
+
+
+def test_warm_start_in_a_pipeline_with_a_real_estimator():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    grid = {"logisticregression__C": [4.0**k for k in range(-2, 4)], "logisticregression__tol": [1e-4, 1e-3]}
+    cold = PatternSearchCV(model, grid, cv=3, warm_start=False).fit(X, y)
+    warm = PatternSearchCV(model, grid, cv=3, warm_start=True).fit(X, y)
+    assert warm.warm_start_ and not cold.warm_start_
+    assert warm.best_score_ == pytest.approx(cold.best_score_, abs=0.02)
+    cold_scores = {tuple(p.values()): s for p, s in zip(cold.cv_results_["params"],
+                                                        cold.cv_results_["mean_test_score"], strict=True)}
+    common = [(s, cold_scores[tuple(p.values())]) for p, s in zip(warm.cv_results_["params"],
+                                                                  warm.cv_results_["mean_test_score"], strict=True)
+              if tuple(p.values()) in cold_scores]
+    assert common
+    np.testing.assert_allclose(*zip(*common, strict=True), atol=0.02)
+
+
+def test_warm_start_with_coresvc():
+    from coresvm import CoreSVC
+
+    if "warm_start" not in CoreSVC().get_params():
+        pytest.skip("CoreSVC has no warm_start parameter in this branch")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    grid = {"C": [4.0, 64.0, 1024.0], "gamma": [0.25, 1.0]}
+    warm_flags = []
+
+    def accuracy_noting_warm_starts(estimator, X_test, y_test):
+        warm_flags.append(bool(getattr(estimator, "warm_started_", False)))
+        return float(np.mean(estimator.predict(X_test) == y_test))
+
+    cold = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=False).fit(X, y)
+    warm = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=True,
+                           scoring=accuracy_noting_warm_starts).fit(X, y)
+    assert warm.warm_start_
+    assert any(warm_flags) and not all(warm_flags)  # the first fit of each (fold, gamma) is cold
+    np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.03)
+
+
+# ---------------------------------------------------------------------- parallel, progress
+def test_parallel_search_gives_the_same_results():
+    X, y = load_iris(return_X_y=True)
+    grid = {"C": [4.0**k for k in range(-2, 6)], "gamma": [4.0**k for k in range(-5, 3)]}
+    serial = PatternSearchCV(SVC(), grid, cv=3).fit(X, y)
+    parallel = PatternSearchCV(SVC(), grid, cv=3, n_jobs=2).fit(X, y)
+    assert parallel.cv_results_["params"] == serial.cv_results_["params"]
+    np.testing.assert_array_equal(parallel.cv_results_["mean_test_score"], serial.cv_results_["mean_test_score"])
+
+
+def test_verbose_prints_progress(capsys):
+    X, y = toy_data()
+    PatternSearchCV(SurfaceEstimator(), cv=2, verbose=1, n_restarts=0, refit=False).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[PatternSearchCV]")]
+    assert lines
+    assert "fits 10/128 max, 5 points, best" in lines[0]
+    assert lines[-1].endswith(" s") and "best 0.0000 at C=16, gamma=0.25" in lines[-1]
+
+
+def test_dask_local_cluster_gives_the_same_best_params():
+    pytest.importorskip("dask")
+    distributed = pytest.importorskip("distributed")
+    import joblib
+
+    X, y = load_iris(return_X_y=True)
+    grid = {"C": [4.0**k for k in range(-2, 6)], "gamma": [4.0**k for k in range(-5, 3)]}
+    local = PatternSearchCV(SVC(), grid, cv=3).fit(X, y)
+    cluster_options = dict(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None)
+    with distributed.LocalCluster(**cluster_options) as cluster, distributed.Client(cluster) as client:
+        with joblib.parallel_config(backend="dask"):
+            remote = PatternSearchCV(SVC(), grid, cv=3, n_jobs=-1).fit(X, y)
+        assert len(client.scheduler_info()["workers"]) == 2
+    assert remote.best_params_ == local.best_params_
+    assert remote.cv_results_["params"] == local.cv_results_["params"]
+
+
+def test_parallel_fits_run_with_limited_threads():
+    import numba
+    from threadpoolctl import threadpool_info
+
+    from coresvm.model_selection import _inner_thread_limit, _limited_threads
+
+    assert _inner_thread_limit(1) is None
+    assert _inner_thread_limit(2) == max(1, (__import__("os").cpu_count() or 1) // 2)
+    before = numba.get_num_threads()
+    with _limited_threads(1):
+        assert numba.get_num_threads() == 1
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    assert numba.get_num_threads() == before
+
+
+# ---------------------------------------------------------------------- nested cross-validation
+def test_nested_cv_never_shows_the_outer_test_fold_to_the_search():
+    X, y = toy_data(n=100)
+    FIT_LOG.clear()
+    result = nested_cross_validate(SurfaceEstimator(), X, y, outer_cv=4, inner_cv=3,
+                                   search=PatternSearchCV(None, n_restarts=1))
+    assert len(result["test_score"]) == 4
+    events = list(FIT_LOG)
+    position = 0
+    for fold in range(4):
+        test_ids = set(result["test_indices"][fold].tolist())
+        train_ids = set(result["train_indices"][fold].tolist())
+        assert not test_ids & train_ids and len(test_ids | train_ids) == 100
+        n_search_events = result["n_fits"][fold] * 2  # each inner fit is scored once
+        search_events = events[position: position + n_search_events]
+        assert [e["event"] for e in search_events] == ["fit", "score"] * result["n_fits"][fold]
+        for event in search_events:
+            assert not set(event["ids"].tolist()) & test_ids
+            assert set(event["ids"].tolist()) <= train_ids
+        refit, final = events[position + n_search_events: position + n_search_events + 2]
+        assert refit["event"] == "fit" and set(refit["ids"].tolist()) == train_ids
+        assert final["event"] == "score" and set(final["ids"].tolist()) == test_ids
+        position += n_search_events + 2
+    assert position == len(events)
+    for key in ("search_time", "fit_time", "score_time", "inner_score"):
+        assert len(result[key]) == 4
+    assert all(p == {"C": 16.0, "gamma": 0.25} for p in result["best_params"])  # the surface's grid optimum
+
+
+def test_nested_cv_folds_are_stratified_and_grid_search_works():
+    X, y = load_iris(return_X_y=True)
+    result = nested_cross_validate(SVC(), X, y, search="grid", param_grid={"C": [1.0, 16.0], "gamma": [0.1, 1.0]},
+                                   outer_cv=3, inner_cv=3)
+    for test in result["test_indices"]:
+        counts = np.bincount(y[test])
+        assert counts.max() - counts.min() <= 1  # stratified: each class split evenly
+    assert np.all(result["test_score"] > 0.85)
+    assert all(n == 12 for n in result["n_fits"])
+    with pytest.raises(ValueError, match="search must be"):
+        nested_cross_validate(SVC(), X, y, search="random")
+    with pytest.raises(ValueError, match="one scoring metric"):
+        nested_cross_validate(SVC(), X, y, scoring=["accuracy"])
+
+
+# ---------------------------------------------------------------------- the command line
+def test_cli_select_and_nested_cv_with_pattern_search(monkeypatch, tmp_path, capsys):
+    import coresvm
+    from coresvm.cli import main, write_data
+
+    monkeypatch.setattr(coresvm, "PatternSearchCV", PatternSearchCV, raising=False)  # the export the lead adds
+    X, y = load_iris(return_X_y=True)
+    data = tmp_path / "iris.txt"
+    X, y = X[::3], y[::3]  # 50 rows keep it fast
+    write_data(str(data), X, y)
+    assert main(["select", "-m", "pattern", "-c", "1", "-C", "1024", "-g", "0.01", "-G", "10", "--resolution", "3",
+                 "-i", "2", "-q", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Best: C = ")
+    assert main(["cv", "-m", "pattern", "-c", "1", "-C", "1024", "-g", "0.01", "-G", "10", "--resolution", "3",
+                 "-i", "2", "-o", "2", "-q", str(data)]) == 0
+    assert "Nested Cross Validation Accuracy" in capsys.readouterr().out
