@@ -9,5 +9,13 @@ from .model_selection import PatternSearchCV, nested_cross_validate
 from .oneclass import CoreOneClassSVM
 from .svc import CoreSVC
 
-__all__ = ["AESVC", "CoreOneClassSVM", "CoreSVC", "PatternSearchCV", "load_model", "nested_cross_validate", "save_model"]
+__all__ = [
+    "AESVC",
+    "CoreOneClassSVM",
+    "CoreSVC",
+    "PatternSearchCV",
+    "load_model",
+    "nested_cross_validate",
+    "save_model",
+]
 __version__ = "0.1.0"
