@@ -340,9 +340,7 @@ def test_unknown_options_and_commands(capsys, files):
     (["-e", "tight"], "-e (tolerance)"),
     (["-t", "7"], "-t takes a kernel type"),
     (["-t", "4"], "precomputed kernels are not supported"),
-    (["-b", "1"], "probability estimates are not supported"),
     (["-s", "2"], "only C-SVC"),
-    (["-u", "allatonce"], "not available"),
     (["-p", "radius"], "mn|adjmn|meb"),
     (["-p", "0.1"], "epsilon-SVR"),
     (["-m", "lots"], "-m (cache size"),
@@ -386,6 +384,10 @@ def test_bad_model_files(capsys, files, tmp_path):
     (["-s", "fair"], {"sampling": "stratified"}),
     (["-p", "adjmn", "--solver", "mnsvm", "-e", "0.01"], {"stopping": "adjmn", "solver": "mnsvm", "eps": 0.01}),
     (["-p", "meb", "--solver", "sphere"], {"stopping": "meb", "solver": "sphere"}),
+    (["-u", "allatonce"], {"multiclass": "joint"}),
+    (["-u", "onevsrest"], {"multiclass": "ovr"}),
+    (["-u", "pairwise"], {"multiclass": "ovo"}),
+    (["-b", "1"], {"probability": True}),
 ])
 def test_gsvm_options_reach_the_estimator(capsys, files, tmp_path, argv, params):
     model_path = tmp_path / "m.model"

@@ -380,8 +380,9 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
                        "nobias: b = 0")
     model.add_argument("--class-weight", action="append", default=[], metavar="LABEL=W",
                        help="multiply C for one class (repeatable; LIBSVM: -wLABEL W), or 'balanced'")
-    model.add_argument("-u", "--multiclass", choices=["pairwise", "allatonce"],
-                       help="multiclass: pairwise (one-vs-one, the only one here; gsvm's allatonce is not available)")
+    model.add_argument("-u", "--multiclass", choices=["pairwise", "allatonce", "onevsrest"],
+                       help="multiclass: pairwise (one-vs-one, default), allatonce (gsvm's all-at-once machine, "
+                            "multiclass='joint') or onevsrest")
     model.add_argument("-s", dest="s_letter", metavar="X",
                        help="violator randomizer simple|fair (gsvm) or SVM type 0 = C-SVC (LIBSVM)")
 
@@ -518,11 +519,11 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
         elif rule == "0":
             pass  # LIBSVM: no probability estimates, which is all there is
         elif rule == "1":
-            raise UsageError("-b 1: probability estimates are not supported")
+            p["probability"] = True  # LIBSVM's -b 1: Platt scaling
         else:
             raise UsageError(f"-b takes theoretic|nobias (gsvm) or 0 (LIBSVM); got {rule!r}")
-    if args.multiclass == "allatonce":
-        raise UsageError("-u allatonce (gsvm's all-at-once multiclass) is not available; coresvm trains pairwise")
+    if args.multiclass is not None:
+        p["multiclass"] = {"pairwise": "ovo", "allatonce": "joint", "onevsrest": "ovr"}[args.multiclass]
     known = CoreSVC().get_params(deep=False)
     if args.s_letter is not None:
         if args.s_letter == "simple" or args.s_letter == "0":
