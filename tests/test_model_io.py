@@ -330,3 +330,19 @@ def test_truncated_libsvm_model(tmp_path, binary):
     (tmp_path / "m.model").write_text("\n".join(bad) + "\n")
     with pytest.raises(ModelFormatError, match=f"line {len(bad)}"):
         load_model(tmp_path / "m.model")
+
+
+def test_estimator_save_and_load_methods(tmp_path):
+    from coresvm import CoreSVC
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(120, 3)
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    model = CoreSVC(C=10.0, gamma=1.0, random_state=0).fit(X, y)
+    for fmt in ("native", "libsvm"):
+        path = tmp_path / f"m.{fmt}"
+        model.save(path, format=fmt)
+        loaded = CoreSVC.load(path)
+        assert isinstance(loaded, CoreSVC)
+        np.testing.assert_allclose(loaded.decision_function(X), model.decision_function(X), rtol=1e-7, atol=1e-9)
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

@@ -886,6 +886,27 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             return self.classes_[np.argmax(scores, axis=1)]
         return self.classes_[OneVsOneLayout.vote(decisions, len(self.classes_))]
 
+    # ------------------------------------------------------------- model files
+    def save(self, path, format: str = "native") -> None:
+        """Write the fitted model to ``path`` (see :func:`coresvm.save_model`; never pickle).
+
+        ``format='native'`` keeps everything (JSON + ``.npy`` in a ZIP archive);
+        ``'libsvm'`` writes LIBSVM's text model format.
+        """
+        from .model_io import save_model  # model_io imports this module
+
+        save_model(self, path, format=format)
+
+    @classmethod
+    def load(cls, path) -> CoreSVC:
+        """Read a model written by :meth:`save`, :func:`coresvm.save_model` or LIBSVM itself."""
+        from .model_io import load_model
+
+        model = load_model(path)
+        if not isinstance(model, cls):
+            raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        return model
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
