@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from .data import MappedRows, is_memory_mapped
 from .kernels import (
     KernelSpec,
     as_solver_data,
@@ -72,10 +73,12 @@ class SimplexProblem:
     lam: float = 0.0
 
     def __post_init__(self):
+        if is_memory_mapped(self.X) and not isinstance(self.X, MappedRows):
+            self.X = MappedRows(self.X)  # row reads that keep the map's resident pages bounded
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
         self.inv_c = np.ascontiguousarray(1.0 / np.asarray(self.C, dtype=np.float64))
         self.norms = squared_norms(self.X)
-        self.data = as_solver_data(self.X)
+        self.data = as_solver_data(self.X.array if isinstance(self.X, MappedRows) else self.X)
         self.diag = kernel_diagonal(self.X, self.kernel, self.norms) + self.bias_term + self.inv_c
 
     @property

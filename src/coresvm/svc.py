@@ -11,7 +11,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from ._validation import (
     check_choice,
@@ -20,7 +26,8 @@ from ._validation import (
     check_positive,
     class_weight_per_sample,
 )
-from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
+from .data import is_memory_mapped, map_row_blocks, reject_zarr, validate_mapped_input
+from .kernels import KernelSpec, kernel_product, product_block_rows, resolve_gamma, squared_norms
 from .multiclass import BinaryModel, OneVsOneLayout
 from .problem import SimplexProblem, kkt_bias
 from .solvers.core_set import core_set_capacity
@@ -349,10 +356,16 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return self.bias
 
     def _validate_fit_input(self, X, y, sample_weight):
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
-        )
-        check_finite_input(X)
+        reject_zarr(X)
+        if is_memory_mapped(X):  # out of core: checked in row blocks, never copied (data.py)
+            X = validate_mapped_input(self, X, reset=True)
+            y = column_or_1d(y, warn=True)
+            check_consistent_length(X, y)
+        else:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
+            )
+            check_finite_input(X)
         check_classification_targets(y)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not np.all(np.isfinite(sample_weight)):
@@ -457,6 +470,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- predict
     def _pair_decisions(self, X) -> np.ndarray:
         check_is_fitted(self)
+        reject_zarr(X)
+        if is_memory_mapped(X):  # streamed in row blocks (data.py)
+            X = validate_mapped_input(self, X, reset=False)
+            decisions = map_row_blocks(lambda block: kernel_product(
+                block, self.support_vectors_, self._kernel_spec, self._pair_coef, norms_b=self._sv_norms), X,
+                multiple=product_block_rows(self.support_vectors_.shape[0]))
+            decisions += self.intercept_
+            return decisions
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
         check_finite_input(X)
         decisions = kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef,
