@@ -229,6 +229,7 @@ def main() -> None:
     parser.add_argument("--n-predict", type=int, default=1_000_000, help="rows of the memmap to predict")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/coresvm_out_of_core"))
     parser.add_argument("--skip-cascade", action="store_true")
+    parser.add_argument("--skip-memmap", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--child", nargs=4, metavar=("X", "Y", "MAX_TIME", "N_PREDICT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -239,7 +240,7 @@ def main() -> None:
 
     command = "python " + " ".join([os.path.relpath(__file__)] + sys.argv[1:])
     memmap_runs = []
-    for n in args.n_memmap:
+    for n in [] if args.skip_memmap else args.n_memmap:
         x_path, y_path = write_checkerboard_npy(n, args.data_dir)
         run = run_child(str(x_path), str(y_path), str(args.max_time), str(min(args.n_predict, n)))
         print(json.dumps(run), flush=True)

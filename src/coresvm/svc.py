@@ -406,6 +406,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
         self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
         C_per_sample = self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
+        del sample_weight  # O(m) floats: with 20M rows every such array is 160 MB
 
         models = []
         pairs = OneVsOneLayout.pairs(len(classes))
@@ -418,7 +419,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             # binary problems scikit-learn makes classes_[1] the positive class.
             positive = second if len(classes) == 2 else first
             signs = np.where(y_index[rows] == positive, 1.0, -1.0)
-            models.append(self._fit_binary(X, rows, signs, C_per_sample[rows], rng, time_share))
+            C_rows = C_per_sample if len(rows) == len(C_per_sample) else C_per_sample[rows]  # no copy when binary
+            models.append(self._fit_binary(X, rows, signs, C_rows, rng, time_share))
         self._set_fitted_attributes(X, y_index, models)
         return self
 
