@@ -36,6 +36,7 @@ from sklearn.utils import check_random_state
 from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
 from .multiclass import BinaryModel
 from .problem import SimplexProblem, kkt_bias
+from .solvers.core_set import core_set_capacity
 from .solvers.driver import run_engine
 from .svc import CoreSVC
 
@@ -279,6 +280,12 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
         if not np.any(alpha > 0):
             alpha = np.full(len(rows), 1.0 / len(rows))
         start_points = np.flatnonzero(alpha > 0)
+        if options.core_set:
+            # The core set holds core_set_capacity points: start from the heaviest half of that
+            # (not the first rows, which would favour the first partitions), leaving room to grow.
+            room = core_set_capacity(options.cache_bytes, options.tol) // 2
+            if len(start_points) > room:
+                start_points = np.sort(start_points[np.argsort(-alpha[start_points], kind="stable")[:room]])
         result = run_engine(problem, options, init_idx=start_points, init_alpha=alpha[start_points])
         solve_time = time.perf_counter() - t0
         alpha = np.zeros(len(rows))
