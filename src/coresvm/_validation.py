@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
+from .data import all_finite
 from .kernels import GAMMA_RULES, KERNEL_CODES
 
 
@@ -42,8 +43,7 @@ def check_kernel_params(kernel, gamma, degree, coef0) -> None:
 
 
 def check_finite_input(X) -> None:
-    values = X.data if sp.issparse(X) else X
-    if not np.all(np.isfinite(values)):
+    if not all_finite(X):  # in row blocks: no X-sized temporary, and a memmap's pages are released
         raise ValueError("Input X contains NaN or infinity; remove or impute those values before fitting")
 
 

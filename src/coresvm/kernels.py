@@ -28,6 +28,8 @@ from numba import njit, types
 from numba.extending import overload
 from threadpoolctl import ThreadpoolController
 
+from .data import MappedRows, blocked_squared_norms, blocked_variance, is_memory_mapped
+
 LINEAR, POLY, RBF, SIGMOID = 0, 1, 2, 3
 KERNEL_CODES = {"linear": LINEAR, "poly": POLY, "rbf": RBF, "sigmoid": SIGMOID}
 GAMMA_RULES = ("scale", "auto", "cvm")
@@ -76,7 +78,7 @@ def resolve_gamma(gamma: float | str, X, random_state: np.random.RandomState | N
                 mean = np.asarray(X.mean())
                 var = float(X.multiply(X).mean() - mean**2)
             else:
-                var = float(np.asarray(X, dtype=np.float64).var())
+                var = blocked_variance(X)  # no X-sized temporary (X may be a memmap)
             return 1.0 / (n_features * var) if var > 0 else 1.0
         if gamma == "cvm":
             rng = random_state if random_state is not None else np.random.RandomState(0)
@@ -99,6 +101,8 @@ def squared_norms(X) -> np.ndarray:
     """Row-wise squared Euclidean norms, in float64, for dense or CSR ``X``."""
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    if isinstance(X, MappedRows) or is_memory_mapped(X):
+        return blocked_squared_norms(X.array if isinstance(X, MappedRows) else X)
     X = np.asarray(X)
     return np.einsum("ij,ij->i", X, X, dtype=np.float64)
 
@@ -147,6 +151,11 @@ DENSE_OPERAND_BYTES = 64 * 2**20  # a sparse right operand smaller than this is 
 RBF_FACTOR_LIMIT = 600.0  # exp(+-600) is finite in float64 with room to spare
 
 
+def product_block_rows(n_b: int) -> int:
+    """Rows of ``A`` per block of :func:`kernel_product` against ``n_b`` rows of ``B``."""
+    return max(8, BLOCK_VALUES // max(n_b, 1))
+
+
 def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms_b=None,
                    n_threads: int | None = None) -> np.ndarray:
     """``k(A, B) @ coef`` without materializing ``k(A, B)``.
@@ -178,7 +187,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if factorized:
         B_scaled = B * (2.0 * spec.gamma)
         coef_b = np.exp(-spec.gamma * norms_b).reshape((-1,) + (1,) * (coef.ndim - 1)) * coef
-    rows = max(8, BLOCK_VALUES // n_b)
+    rows = product_block_rows(n_b)
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from .data import MappedRows, is_memory_mapped
 from .kernels import (
     KernelSpec,
     as_solver_data,
@@ -80,6 +81,8 @@ class SimplexProblem:
     label_gram: np.ndarray | None = None
 
     def __post_init__(self):
+        if is_memory_mapped(self.X) and not isinstance(self.X, MappedRows):
+            self.X = MappedRows(self.X)  # row reads that keep the map's resident pages bounded
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
         if self.label_gram is not None:
             self.label_gram = np.ascontiguousarray(self.label_gram, dtype=np.float64)
@@ -91,7 +94,7 @@ class SimplexProblem:
                 raise ValueError(f"class indices must lie in [0, {n_classes}) for a {n_classes}x{n_classes} label_gram")
         self.inv_c = np.ascontiguousarray(1.0 / np.asarray(self.C, dtype=np.float64))
         self.norms = squared_norms(self.X)
-        self.data = as_solver_data(self.X)
+        self.data = as_solver_data(self.X.array if isinstance(self.X, MappedRows) else self.X)
         self.diag = kernel_diagonal(self.X, self.kernel, self.norms) + self.bias_term + self.inv_c
 
     @property

@@ -18,7 +18,13 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from ._validation import (
     check_choice,
@@ -31,11 +37,13 @@ from ._validation import (
     unfitted_on_failure,
 )
 from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
+from .data import is_memory_mapped, map_row_blocks, reject_zarr, validate_mapped_input
 from .joint import fit_joint
 from .kernels import (
     KernelSpec,
     kernel_product,
     limit_kernel_threads,
+    product_block_rows,
     resolve_gamma,
     single_threaded_blas,
     squared_norms,
@@ -502,10 +510,16 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return self.bias
 
     def _validate_fit_input(self, X, y, sample_weight):
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
-        )
-        X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
+        reject_zarr(X)
+        if is_memory_mapped(X):  # out of core: checked in row blocks, never copied (data.py)
+            X = validate_mapped_input(self, X, reset=True)
+            y = column_or_1d(y, warn=True)
+            check_consistent_length(X, y)
+        else:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
+            )
+            X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
         check_class_labels(y)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not np.all(np.isfinite(sample_weight)):
@@ -834,6 +848,15 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     # ----------------------------------------------------------------- predict
     def _pair_decisions(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        reject_zarr(X)
+        if is_memory_mapped(X):  # streamed in row blocks (data.py)
+            X = validate_mapped_input(self, X, reset=False)
+            decisions = map_row_blocks(lambda block: kernel_product(
+                block, self.support_vectors_, self._kernel_spec, self._pair_coef, norms_b=self._sv_norms), X,
+                multiple=product_block_rows(self.support_vectors_.shape[0]))
+            decisions += self.intercept_
+            return decisions
         X = self._validated_predict_input(X)
         decisions = kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef,
                                    norms_b=self._sv_norms)
