@@ -38,7 +38,13 @@ from .engine import (
     _now,
     print_progress,
 )
-from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
+from .steps import (
+    CURVATURE_FLOOR,
+    clipped_step,
+    pairwise_direction,
+    partner_value,
+    toward_direction,
+)
 
 
 @njit(cache=True)
@@ -87,10 +93,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
         derivative, curvature = pairwise_direction(G_i, G[t], Q_ii, diag_w[t], row_i[t], lam)
         if curvature <= CURVATURE_FLOOR:
             continue
-        if second_rule == SECOND_IMDM:
-            value = -objective_change(derivative, curvature, clipped_step(derivative, curvature, alpha[t], 1.0))
-        else:
-            value = -derivative / curvature ** (0.5 * gmdm_k)
+        value = partner_value(derivative, curvature, alpha[t], second_rule == SECOND_IMDM, gmdm_k)
         if value > best_value:
             best_value = value
             p_j = t

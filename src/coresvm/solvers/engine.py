@@ -36,6 +36,7 @@ from .steps import (
     objective_change,
     pairwise_direction,
     partan_direction,
+    partner_value,
     toward_direction,
 )
 
@@ -136,11 +137,7 @@ def _best_partner_slot(s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, co
         derivative, curvature = pairwise_direction(G_i, g_t, Q_ii, diag[j], Q_ij, lam)
         if curvature <= CURVATURE_FLOOR:
             continue
-        if rule == SECOND_IMDM:
-            step = clipped_step(derivative, curvature, alpha[t], 1.0)
-            value = -objective_change(derivative, curvature, step)
-        else:
-            value = -derivative / curvature ** (0.5 * gmdm_k)
+        value = partner_value(derivative, curvature, alpha[t], rule == SECOND_IMDM, gmdm_k)
         if value > best_value:
             best_value = value
             best = t

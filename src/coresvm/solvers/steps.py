@@ -73,6 +73,19 @@ def objective_change(derivative, curvature, t):
 
 
 @njit(inline="always", cache=True)
+def partner_value(derivative, curvature, t_max, imdm, gmdm_k):
+    """How good a second vertex is for a pairwise step (larger is better).
+
+    IMDM (Franc; seed 004 eq. 5.33): the decrease of the objective by the
+    clipped step (at most ``t_max``, the partner's weight).  GMDM(k) (eq. 5.35):
+    ``-f'(0) / curvature^(k/2)``.  Shared by the engine and the core-set solver.
+    """
+    if imdm:
+        return -objective_change(derivative, curvature, clipped_step(derivative, curvature, t_max, 1.0))
+    return -derivative / curvature ** (0.5 * gmdm_k)
+
+
+@njit(inline="always", cache=True)
 def partan_direction(lam_fw, G_i, Gp_i, Q_ii, n2, W, Fp, D, Dp, lam):
     """Derivative and curvature of the PARTAN step (seed 001 eqs. 7-8).
 
