@@ -59,6 +59,7 @@ from .multiclass import (
 )
 from .problem import SimplexProblem, kkt_bias
 from .solvers.core_set import core_set_capacity
+from .solvers.dense import fits_dense, run_dense
 from .solvers.driver import SolverOptions, run_engine
 from .solvers.engine import SECOND_VERTEX_RULES
 from .solvers.geometric import STOPPING_RULES
@@ -624,7 +625,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                                  lam=lam)
         options = self._solver_options(len(rows), problem.seed, budget.share())
         init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
-        if self.callback is None:
+        if self._small_problem_fast_path(X, len(rows), options):
+            result = run_dense(simplex, options, init_idx, init_alpha)
+        elif self.callback is None:
             result = run_engine(simplex, options, init_idx, init_alpha)
         else:
             result = self._run_with_callback(simplex, options, problem, init_idx, init_alpha, stop)
@@ -636,6 +639,15 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         model.info["problem"] = problem.label
         model.info["warm_start"] = problem.init is not None
         return model
+
+    def _small_problem_fast_path(self, X, n_points: int, options: SolverOptions) -> bool:
+        """Whether a multiclass sub-problem of ``solver='coreset'`` runs on :mod:`coresvm.solvers.dense`.
+
+        Rule: more than two classes (one-vs-one pairs, or one-vs-rest problems), dense in-memory ``X``, no
+        callback, and the sub-problem's extended kernel fits ``cache_size`` (``n_points^2 * 8`` bytes).
+        """
+        return (self.solver == "coreset" and self.callback is None and len(self.classes_) > 2
+                and isinstance(X, np.ndarray) and not is_memory_mapped(X) and fits_dense(n_points, options.cache_bytes))
 
     def _run_with_callback(self, simplex, options, problem: SubProblem, init_idx, init_alpha, stop):
         """Run the solver so that ``self.callback`` sees its progress and may stop it."""

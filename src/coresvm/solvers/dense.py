@@ -1,0 +1,230 @@
+"""Small-problem solver: the core-set loop in one compiled, GIL-free function with cached kernel rows.
+
+For a sub-problem whose extended kernel fits the ``cache_size`` byte budget
+(``m^2 * 8`` bytes; a one-vs-one pair of USPS, letter or pendigits is 1-2
+thousand points, 8-40 MB) the core-set solver's Python rounds cost more than
+its arithmetic -- each round re-scores every point against the whole active
+set -- and they hold the GIL, so ``n_jobs`` threads wait for each other.  Here
+the same scheme (seed 002; seed 000 Alg. 1) runs in one Numba function
+declared ``nogil=True``:
+
+* The *working set* (the core set) is the leading positions of the problem,
+  whose points are permuted in place.  Each working-set point has its row
+  ``Q[t, :]`` over all ``m`` points, computed once, in batches (one BLAS
+  product ``X[new] X'`` -- Numba calls BLAS for ``np.dot`` -- then the
+  kernel) and kept: the leading ``n_w`` columns of those rows are the core
+  set's Gram matrix, solved by the core-set solver's own pairwise-step loop
+  (:func:`coresvm.solvers.core_set._inner_solve`: IMDM/GMDM second vertex,
+  exact line search, seed 004 eqs. 5.33/5.35).
+* After each inner solve the gradient ``G = Q a`` of *every* point is
+  recomputed exactly from the active rows (``|active| x m`` multiply-adds, no
+  kernel evaluation), so the stopping test is the true duality gap relative to
+  the margin -- the same ``tol`` as the engine's full search (seed 001 eq. 3;
+  ``1 - min_i (Qa)_i / a'Qa <= tol`` for ``lam = 0``) -- and the next batch is
+  the :data:`BATCH` worst violators outside the working set.
+
+Only the rows of the working set are ever written into the (uninitialised)
+``m x m`` buffer, so the resident memory is ``n_w * m * 8`` bytes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit
+
+from ..kernels import kernel_from_dot
+from ..problem import SimplexProblem
+from .core_set import _inner_solve
+from .driver import SolverOptions, SolverResult, _result, balanced_initial_points
+from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME, _now
+
+# Violators added per round (the worst first).  Larger batches mean fewer rounds but more kernel rows of
+# points that never become support vectors; 32 was the fastest of 16-128 on the USPS, letter and pendigits
+# one-vs-one pairs (benchmarks/results/multiclass.md).
+BATCH = 32
+
+
+def fits_dense(n_points: int, cache_bytes: int) -> bool:
+    """Whether a problem's extended kernel (float64) fits the byte budget, so :func:`solve_dense` applies."""
+    return n_points * n_points * 8 <= cache_bytes
+
+
+@njit(cache=True, nogil=True)
+def _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows):
+    """``rows[p, :] = Q[p, :]`` for ``first <= p < last``: one BLAS product for the inner products, then the kernel."""
+    dots = np.dot(X[first:last], X.T)
+    for k in range(last - first):
+        p = first + k
+        y_p = y[p]
+        norm_p = norms[p]
+        out = rows[p]
+        for r in range(X.shape[0]):
+            out[r] = y_p * y[r] * (kernel_from_dot(kind, dots[k, r], norm_p, norms[r], gamma, coef0, degree) + bias)
+        out[p] += inv_c[p]
+
+
+@njit(cache=True, nogil=True)
+def _move_to_front(point, n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows):
+    """Swap ``point`` (an original index) into position ``n_w`` of the working order, everywhere.
+
+    Positions ``0 .. n_w - 1`` are the working set; their rows already exist, so
+    the two columns are swapped in each of them too.
+    """
+    p = position[point]
+    if p == n_w:
+        return
+    for a in range(X.shape[1]):
+        X[p, a], X[n_w, a] = X[n_w, a], X[p, a]
+    for values in (norms, y, inv_c, diag, alpha, G):
+        values[p], values[n_w] = values[n_w], values[p]
+    for t in range(n_w):
+        rows[t, p], rows[t, n_w] = rows[t, n_w], rows[t, p]
+    other = order[n_w]
+    order[p], order[n_w] = other, point
+    position[other], position[point] = p, n_w
+
+
+@njit(cache=True, nogil=True)
+def _refresh_gradient(rows, alpha, n_w, diag, G):
+    """``G = Q a`` over all points from the working set's rows (exact, resets drift); returns ``a'Qa``, ``a'diag``."""
+    G[:] = 0.0
+    D = 0.0
+    for t in range(n_w):
+        if alpha[t] > 0.0:
+            G += alpha[t] * rows[t]
+            D += alpha[t] * diag[t]
+    n2 = 0.0
+    for t in range(n_w):
+        n2 += alpha[t] * G[t]
+    return n2, D
+
+
+@njit(cache=True, nogil=True)
+def _worst_outside(G, diag, lam, n_w, threshold, n_max):
+    """Positions ``>= n_w`` scoring below ``threshold``, worst first, at most ``n_max``."""
+    m = G.shape[0]
+    scores = np.empty(m - n_w)
+    for r in range(n_w, m):
+        scores[r - n_w] = G[r] - 0.5 * lam * diag[r]
+    order = np.argsort(scores)
+    n = 0
+    while n < min(n_max, m - n_w) and scores[order[n]] < threshold:
+        n += 1
+    return order[:n] + n_w
+
+
+@njit(cache=True, nogil=True)  # releases the GIL: one-vs-one pairs in joblib threads run truly in parallel
+def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k, eta,
+                     tol, max_iter, max_time, init_idx, init_alpha, batch_size):
+    """Core-set rounds with cached kernel rows and the exact gradient, until the relative gap is <= ``tol``.
+
+    ``X, norms, y, inv_c, diag`` are the problem's own copies: they are permuted
+    in place so that the working set is always the leading positions.  Returns
+    (alpha over all m points in the original order, steps, gap, scale, status,
+    a'Qa, rows computed, rounds).
+    """
+    m = X.shape[0]
+    rows = np.empty((m, m))  # row t: Q[t, :] for working-set position t; only rows < n_w are ever written
+    order = np.arange(m)  # position -> original index
+    position = np.arange(m)  # original index -> position
+    alpha = np.zeros(m)
+    G = np.zeros(m)
+    n_w = 0
+    for t in range(init_idx.shape[0]):
+        _move_to_front(init_idx[t], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
+        alpha[n_w] = init_alpha[t]
+        n_w += 1
+    _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows)
+    t_start = _now()
+    steps = 0
+    rounds = 0
+    status = STATUS_MAX_ITER
+    outer_rel_gap = np.inf
+    gap = np.inf
+    scale = 1.0
+    n2 = 0.0
+    while True:
+        # Solve the working set (inexactly while points outside still violate: to a tenth of the last
+        # exact gap, as the core-set solver), with the core-set solver's own pairwise-step loop.
+        inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
+        time_left = max(max_time - (_now() - t_start), 0.0)
+        taken, _ = _inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
+                                max_iter - steps, time_left)
+        steps += taken
+        rounds += 1
+        # The exact gradient of every point, from the rows of the working set: the true duality gap.
+        n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
+        mean_score = n2 - 0.5 * lam * D
+        scale = max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
+        best = np.inf
+        for r in range(m):
+            best = min(best, G[r] - 0.5 * lam * diag[r])
+        gap = 2.0 * (mean_score - best)
+        outer_rel_gap = gap / scale
+        if outer_rel_gap <= tol:
+            status = STATUS_CONVERGED
+            break
+        if steps >= max_iter:
+            break
+        if _now() - t_start > max_time:
+            status = STATUS_MAX_TIME
+            break
+        new = _worst_outside(G, diag, lam, n_w, mean_score - 0.5 * tol * scale, batch_size)
+        if new.shape[0] == 0:
+            if taken == 0:
+                break  # numerically stuck (not expected): stop rather than loop
+            continue  # every violator is in the working set: solve it tighter
+        new_points = order[new]  # original indices: positions move while swapping
+        first = n_w
+        for t in range(new_points.shape[0]):
+            _move_to_front(new_points[t], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
+            n_w += 1
+        _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows)
+    alpha_original = np.zeros(m)
+    for t in range(n_w):
+        alpha_original[order[t]] = alpha[t]
+    return alpha_original, steps, gap, scale, status, n2, n_w, rounds
+
+
+def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndarray | None = None,
+              init_alpha: np.ndarray | None = None) -> SolverResult:
+    """Solve a dense binary ``problem`` with :func:`solve_dense_loop`, like :func:`~coresvm.solvers.driver.run_engine`.
+
+    Uses ``options.tol``, ``max_iter``, ``max_time``, ``eta``, ``second_vertex``, ``gmdm_k``, ``seed``,
+    ``n_init`` and ``cache_bytes``; the problem must fit the budget (:func:`fits_dense`).  Without
+    ``init_idx`` it starts, as the engine, from a class-balanced random subset with uniform weights.
+    ``cache_misses`` in the result counts the kernel rows computed.
+    """
+    X = problem.X
+    if not isinstance(X, np.ndarray):
+        raise ValueError("the dense small-problem solver needs a dense NumPy X (CSR and memory maps: use 'coreset')")
+    if problem.is_joint:
+        raise ValueError("the dense small-problem solver takes binary problems, not the joint multiclass one")
+    if not fits_dense(problem.n_points, options.cache_bytes):
+        raise ValueError(
+            f"a problem of {problem.n_points} points needs {problem.n_points ** 2 * 8 / 2**20:.0f} MB for its "
+            f"kernel rows; the budget (cache_size) is {options.cache_bytes / 2**20:.0f} MB"
+        )
+    if init_idx is None:
+        init_idx = balanced_initial_points(problem.y, options.n_init, np.random.RandomState(options.seed))
+        init_alpha = np.full(len(init_idx), 1.0 / len(init_idx))
+    init_alpha = np.asarray(init_alpha, dtype=np.float64)
+    init_alpha = init_alpha / init_alpha.sum()
+    # The loop permutes its inputs in place: it gets copies (X's float64 copy doubles as one).
+    X = np.array(X, dtype=np.float64, order="C", copy=True)
+    kernel = problem.kernel
+    start = time.perf_counter()
+    alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_dense_loop(
+        X, problem.norms.astype(np.float64), problem.y.copy(), problem.inv_c.copy(), np.int64(kernel.code),
+        float(kernel.gamma), float(kernel.coef0), float(kernel.degree), problem.bias_term, problem.diag.copy(),
+        float(problem.lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
+        float(options.eta), float(options.tol), np.int64(options.max_iter), float(options.max_time),
+        np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
+        np.int64(BATCH),
+    )
+    elapsed = time.perf_counter() - start
+    support = np.flatnonzero(alpha > 0)
+    return _result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
+                   rounds=int(rounds), cache_bytes=int(n_rows) * problem.n_points * 8)
