@@ -80,6 +80,9 @@ MULTICLASS_MODES = ("ovo", "ovr", "joint")
 # Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
 # blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: see README).
 ONE_THREAD_MAX_POINTS = 5000
+# Multiclass sub-problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
+# (see CoreSVC._small_problem_fast_path); False forces the Python core-set loop (tests compare the two).
+SMALL_PROBLEM_FAST_PATH = True
 PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -b 1 uses 5 as well)
 
 
@@ -646,8 +649,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Rule: more than two classes (one-vs-one pairs, or one-vs-rest problems), dense in-memory ``X``, no
         callback, and the sub-problem's extended kernel fits ``cache_size`` (``n_points^2 * 8`` bytes).
         """
-        return (self.solver == "coreset" and self.callback is None and len(self.classes_) > 2
-                and isinstance(X, np.ndarray) and not is_memory_mapped(X) and fits_dense(n_points, options.cache_bytes))
+        return (SMALL_PROBLEM_FAST_PATH and self.solver == "coreset" and self.callback is None
+                and len(self.classes_) > 2 and isinstance(X, np.ndarray) and not is_memory_mapped(X)
+                and fits_dense(n_points, options.cache_bytes))
 
     def _run_with_callback(self, simplex, options, problem: SubProblem, init_idx, init_alpha, stop):
         """Run the solver so that ``self.callback`` sees its progress and may stop it."""

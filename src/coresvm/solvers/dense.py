@@ -102,6 +102,16 @@ def _refresh_gradient(rows, alpha, n_w, diag, G):
 
 
 @njit(cache=True, nogil=True)
+def _gap_and_scale(G, diag, lam, n2, D):
+    """The Frank-Wolfe duality gap ``2 (a'g - min_i g_i)`` of ``g = G - lam/2 diag`` and its scale (``2 a'Qa`` for
+    the minimal-norm problem, ``R^2`` for the MEB), as the core-set solver reports them."""
+    best = np.inf
+    for r in range(G.shape[0]):
+        best = min(best, G[r] - 0.5 * lam * diag[r])
+    return 2.0 * (n2 - 0.5 * lam * D - best), max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
+
+
+@njit(cache=True, nogil=True)
 def _worst_outside(G, diag, lam, n_w, threshold, n_max):
     """Positions ``>= n_w`` scoring below ``threshold``, worst first, at most ``n_max``."""
     m = G.shape[0]
@@ -137,14 +147,13 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         alpha[n_w] = init_alpha[t]
         n_w += 1
     _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows)
+    n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
     t_start = _now()
     steps = 0
     rounds = 0
     status = STATUS_MAX_ITER
-    outer_rel_gap = np.inf
-    gap = np.inf
-    scale = 1.0
-    n2 = 0.0
+    gap, scale = _gap_and_scale(G, diag, lam, n2, D)
+    outer_rel_gap = gap / scale
     while True:
         # Solve the working set (inexactly while points outside still violate: to a tenth of the last
         # exact gap, as the core-set solver), with the core-set solver's own pairwise-step loop.
@@ -156,12 +165,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         rounds += 1
         # The exact gradient of every point, from the rows of the working set: the true duality gap.
         n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
-        mean_score = n2 - 0.5 * lam * D
-        scale = max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
-        best = np.inf
-        for r in range(m):
-            best = min(best, G[r] - 0.5 * lam * diag[r])
-        gap = 2.0 * (mean_score - best)
+        gap, scale = _gap_and_scale(G, diag, lam, n2, D)
         outer_rel_gap = gap / scale
         if outer_rel_gap <= tol:
             status = STATUS_CONVERGED
@@ -171,9 +175,9 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         if _now() - t_start > max_time:
             status = STATUS_MAX_TIME
             break
-        new = _worst_outside(G, diag, lam, n_w, mean_score - 0.5 * tol * scale, batch_size)
+        new = _worst_outside(G, diag, lam, n_w, n2 - 0.5 * lam * D - 0.5 * tol * scale, batch_size)
         if new.shape[0] == 0:
-            if taken == 0:
+            if taken == 0 and inner_tol <= 0.5 * tol:
                 break  # numerically stuck (not expected): stop rather than loop
             continue  # every violator is in the working set: solve it tighter
         new_points = order[new]  # original indices: positions move while swapping

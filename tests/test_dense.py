@@ -1,0 +1,114 @@
+"""The small-problem solver (solvers/dense.py) against an exact QP, and its use by CoreSVC's multiclass fits."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits
+from test_solvers import dense_alpha, exact_solution, make_problem
+
+from coresvm.solvers.dense import fits_dense, run_dense, solve_dense_loop
+from coresvm.solvers.driver import SolverOptions
+from coresvm.svc import CoreSVC
+
+
+@pytest.mark.parametrize("second", ["mdm", "imdm", "gmdm"])
+@pytest.mark.parametrize("lam,kernel,bias", [(0.0, "rbf", True), (1.0, "rbf", True), (0.0, "poly", True),
+                                             (0.0, "linear", True), (0.0, "rbf", False)])
+def test_dense_solver_reaches_exact_optimum(second, lam, kernel, bias):
+    problem = make_problem(lam=lam, kernel=kernel, bias=bias)
+    _, f_star, Q = exact_solution(problem)
+    result = run_dense(problem, SolverOptions(second_vertex=second, tol=1e-9, seed=0))
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
+    assert problem.duality_gap(alpha, Q) <= 1e-6
+    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-8)
+
+
+@pytest.mark.parametrize("tol", [1e-1, 1e-2, 1e-3])
+def test_tol_is_the_true_relative_gap_as_for_the_full_search_engine(tol):
+    """Stopped at ``tol``: the exact gap relative to 2 a'Qa is <= tol (no point violates the margin by more than
+    the fraction tol), and it reports that gap."""
+    problem = make_problem(m=200, seed=3, C=100.0)
+    Q = problem.dense_Q()
+    result = run_dense(problem, SolverOptions(second_vertex="imdm", tol=tol, seed=1))
+    alpha = dense_alpha(result, problem.n_points)
+    true_gap = problem.duality_gap(alpha, Q)
+    assert result.status == "converged"
+    assert true_gap / (2 * alpha @ Q @ alpha) <= tol
+    assert result.gap == pytest.approx(true_gap, rel=1e-6, abs=1e-12)
+    assert result.rel_gap <= tol
+
+
+def test_kernel_rows_are_computed_only_for_the_working_set():
+    """More points than support vectors: most kernel rows are never computed (``cache_misses`` counts them)."""
+    problem = make_problem(m=400, seed=2, C=10.0)
+    result = run_dense(problem, SolverOptions(second_vertex="imdm", tol=1e-3, seed=0))
+    assert result.status == "converged"
+    assert len(result.support) <= result.cache_misses < problem.n_points
+    assert result.rounds >= 2
+
+
+def test_warm_start_from_the_optimum_stops_at_once():
+    problem = make_problem()
+    first = run_dense(problem, SolverOptions(second_vertex="imdm", tol=1e-9, seed=0))
+    again = run_dense(problem, SolverOptions(second_vertex="imdm", tol=1e-6, seed=5), first.support, first.alpha)
+    assert again.status == "converged"
+    assert again.n_iter == 0
+    np.testing.assert_allclose(again.alpha, first.alpha)
+
+
+def test_max_iter_stops_with_a_feasible_point():
+    problem = make_problem(m=200, seed=1)
+    result = run_dense(problem, SolverOptions(second_vertex="imdm", tol=1e-12, max_iter=5, seed=0))
+    assert result.status == "max_iter"
+    assert result.alpha.sum() == pytest.approx(1.0) and np.all(result.alpha > 0)
+
+
+def test_budget_and_input_checks():
+    problem = make_problem(m=100)
+    assert fits_dense(100, 100 * 100 * 8) and not fits_dense(101, 100 * 100 * 8)
+    with pytest.raises(ValueError, match="cache_size"):
+        run_dense(problem, SolverOptions(cache_bytes=100 * 99 * 8))
+    sparse = make_problem(m=100)
+    sparse.X = sp.csr_matrix(sparse.X)
+    with pytest.raises(ValueError, match="dense NumPy X"):
+        run_dense(sparse, SolverOptions())
+
+
+def test_the_compiled_loop_releases_the_gil():
+    """What lets n_jobs threads solve one-vs-one pairs in parallel."""
+    assert solve_dense_loop.targetoptions.get("nogil") is True
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X / 16.0, y
+
+
+def test_multiclass_pairs_take_the_fast_path_within_the_budget_and_fall_back_outside(digits):
+    X, y = digits
+    params = dict(C=16, gamma=0.05, tol=1e-3, random_state=0)
+    fast = CoreSVC(**params).fit(X, y)
+    # 0.5 MB hold no pair's kernel (about 360 points: 1 MB): the Python core-set loop runs instead
+    fallback = CoreSVC(cache_size=0.5, **params).fit(X, y)
+    assert all(info["cache_misses"] > 0 for info in fast.solver_info_)  # kernel rows counted: dense path
+    assert all(info["cache_misses"] == 0 for info in fallback.solver_info_)
+    assert fast.fit_status_ == 0 and fallback.fit_status_ == 0
+    # the same problems solved to the same tolerance: (almost) the same predictions
+    assert np.mean(fast.predict(X) == fallback.predict(X)) >= 0.99
+    assert fast.score(X, y) == pytest.approx(fallback.score(X, y), abs=0.01)
+    # sparse input (CSR) keeps the core-set loop
+    sparse = CoreSVC(**params).fit(sp.csr_matrix(X[:400]), y[:400])
+    assert all(info["cache_misses"] == 0 for info in sparse.solver_info_)
+
+
+def test_fast_path_is_identical_for_every_n_jobs(digits):
+    X, y = digits
+    params = dict(C=16, gamma=0.05, random_state=0)
+    one = CoreSVC(n_jobs=1, **params).fit(X[:600], y[:600])
+    two = CoreSVC(n_jobs=2, **params).fit(X[:600], y[:600])
+    np.testing.assert_array_equal(one.support_, two.support_)
+    np.testing.assert_array_equal(one.dual_coef_, two.dual_coef_)
