@@ -122,7 +122,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         when no sampled point lies outside the ``(1 + eps)``-ball (``eps``
         given, or LibCVM's heuristic; ``tol`` is not used).  'coreset' is the
         same loop with large batches (10,000 candidates, 300 added per round),
-        the fastest solver here.  The Frank-Wolfe family works on the whole
+        the fastest solver here.  With more than two classes, a 'coreset'
+        sub-problem (one-vs-one pair or one-vs-rest class) whose extended
+        kernel fits ``cache_size`` (``m^2 * 8`` bytes) and whose ``X`` is a
+        dense in-memory array runs the same core-set scheme in one compiled,
+        GIL-free function with cached kernel rows and the exact gradient
+        (:mod:`coresvm.solvers.dense`; not with a ``callback``): it stops on
+        the true relative gap ``tol``, like the full-search engine.  The Frank-Wolfe family works on the whole
         problem: 'fw' toward steps with exact line search; 'mfw' adds Wolfe's
         away steps (points can be dropped); 'swap' the pairwise step, taken
         when it beats the FW step; 'partan' FW plus a parallel-tangent step
@@ -270,7 +276,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         True stops training: the current sub-problem keeps its solution so
         far and every later one stops at its first call (status 'callback'),
         so a model is always fitted.  The core-set solvers ('coreset', 'cvm')
-        call it once per outer round (no extra cost).  The Frank-Wolfe solvers
+        call it once per outer round (no extra cost); with a callback,
+        multiclass 'coreset' sub-problems use this Python loop rather than the
+        compiled small-problem path (see ``solver``).  The Frank-Wolfe solvers
         run in compiled loops, so with a callback they run in chunks of
         ``callback_every`` iterations, each warm-started from the last (a
         chunked run takes different random draws than an unchunked one; the

@@ -34,7 +34,7 @@ import time
 import numpy as np
 from numba import njit
 
-from ..kernels import kernel_from_dot
+from ..kernels import RBF, kernel_from_dot
 from ..problem import SimplexProblem
 from .core_set import _inner_solve
 from .driver import SolverOptions, SolverResult, _result, balanced_initial_points
@@ -51,17 +51,68 @@ def fits_dense(n_points: int, cache_bytes: int) -> bool:
     return n_points * n_points * 8 <= cache_bytes
 
 
+# exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 in [-ln2/2, ln2/2] (Cody-Waite: ln 2 split in a
+# part exact in k * LN2_HI and the rest); exp(r) by its Taylor polynomial to degree 13 (truncation < 2e-17).
+LOG2E = 1.4426950408889634
+LN2_HI = 6.93145751953125e-1
+LN2_LO = 1.42860682030941723212e-6
+EXP_UNDERFLOW = -708.0  # below this exp(x) < 2.3e-308: returned as 0
+
+
+@njit(cache=True, nogil=True)
+def _exp_nonpositive(x, work, out):
+    """``out = exp(x)`` for ``x <= 0``, in loops LLVM vectorizes (libm's scalar ``exp`` does not).
+
+    The RBF rows are most of the kernel work on low-dimensional data (letter, pendigits: 16 features);
+    this is about 4x faster than a loop calling ``np.exp`` and within a few ulp of it
+    (tests/test_dense.py).  ``work`` is an int64 array of the same length.
+    """
+    for i in range(x.shape[0]):
+        x_i = max(x[i], EXP_UNDERFLOW)
+        k = np.floor(x_i * LOG2E + 0.5)
+        r = (x_i - k * LN2_HI) - k * LN2_LO
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        out[i] = p * r + 1.0
+        work[i] = (np.int64(k) + 1023) << 52  # the bits of the float64 2^k
+    powers = work.view(np.float64)
+    for i in range(x.shape[0]):
+        out[i] = out[i] * powers[i] if x[i] > EXP_UNDERFLOW else 0.0
+
+
 @njit(cache=True, nogil=True)
 def _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows):
     """``rows[p, :] = Q[p, :]`` for ``first <= p < last``: one BLAS product for the inner products, then the kernel."""
     dots = np.dot(X[first:last], X.T)
+    m = X.shape[0]
+    argument = np.empty(m)
+    work = np.empty(m, dtype=np.int64)
     for k in range(last - first):
         p = first + k
         y_p = y[p]
         norm_p = norms[p]
         out = rows[p]
-        for r in range(X.shape[0]):
-            out[r] = y_p * y[r] * (kernel_from_dot(kind, dots[k, r], norm_p, norms[r], gamma, coef0, degree) + bias)
+        if kind == RBF:
+            for r in range(m):
+                argument[r] = -gamma * max(norm_p + norms[r] - 2.0 * dots[k, r], 0.0)
+            _exp_nonpositive(argument, work, out)
+            for r in range(m):
+                out[r] = y_p * y[r] * (out[r] + bias)
+        else:
+            for r in range(m):
+                out[r] = y_p * y[r] * (kernel_from_dot(kind, dots[k, r], norm_p, norms[r], gamma, coef0, degree)
+                                        + bias)
         out[p] += inv_c[p]
 
 
