@@ -140,12 +140,10 @@ def _move_to_front(point, n_w, X, norms, y, inv_c, diag, alpha, G, order, positi
 @njit(cache=True, nogil=True)
 def _refresh_gradient(rows, alpha, n_w, diag, G):
     """``G = Q a`` over all points from the working set's rows (exact, resets drift); returns ``a'Qa``, ``a'diag``."""
-    G[:] = 0.0
+    G[:] = np.dot(alpha[:n_w], rows[:n_w])  # BLAS gemv
     D = 0.0
     for t in range(n_w):
-        if alpha[t] > 0.0:
-            G += alpha[t] * rows[t]
-            D += alpha[t] * diag[t]
+        D += alpha[t] * diag[t]
     n2 = 0.0
     for t in range(n_w):
         n2 += alpha[t] * G[t]
