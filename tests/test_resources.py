@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 import coresvm.solvers.core_set as core_set_module
 import coresvm.solvers.driver as driver_module
+import coresvm.svc as svc_module
 from coresvm import CoreSVC, load_model, save_model
 from coresvm.datasets import make_checkerboard
 from coresvm.kernels import KernelSpec
@@ -145,22 +146,27 @@ def test_keyboard_interrupt_mid_fit_leaves_the_estimator_unfitted(monkeypatch, r
     if refit:
         model.fit(X[:, :1], y)
     calls = []
-    real_run_engine = driver_module.run_engine
+    real_solvers = {"run_engine": driver_module.run_engine, "run_dense": svc_module.run_dense}
 
-    def interrupted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real_run_engine(*args, **kwargs)
+    def interrupting(name):
+        def interrupted(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return real_solvers[name](*args, **kwargs)
+        return interrupted
 
-    monkeypatch.setattr("coresvm.svc.run_engine", interrupted)
+    # these small pairs take the compiled small-problem path (run_dense); other fits run_engine
+    for name in real_solvers:
+        monkeypatch.setattr(f"coresvm.svc.{name}", interrupting(name))
     with pytest.raises(KeyboardInterrupt):
         model.fit(X, y)
     assert len(calls) == 2
     with pytest.raises(NotFittedError):
         check_is_fitted(model)
     assert not [name for name in vars(model) if name.endswith("_") or name.startswith("_") and "sklearn" not in name]
-    monkeypatch.setattr("coresvm.svc.run_engine", real_run_engine)
+    for name, solver in real_solvers.items():
+        monkeypatch.setattr(f"coresvm.svc.{name}", solver)
     assert model.fit(X, y).score(X, y) > 0.9
 
 
