@@ -134,3 +134,17 @@ def test_both_searches_meet_the_rule_on_every_point(rule, block):
     assert result.status == "converged"
     w2 = alpha @ Q @ alpha
     assert (Q @ alpha).min() >= violation_threshold(STOPPING_CODE["mn"], w2, Q[0, 0], eps) - 1e-9 * w2
+
+
+@pytest.mark.parametrize("kernel", [KernelSpec("rbf", gamma=0.5), KernelSpec("poly", gamma=0.5, coef0=1.0, degree=2)])
+def test_the_violator_row_comes_from_the_scored_block(kernel):
+    base = rbf_problem(m=60)
+    problem = SimplexProblem(base.X, base.y, 1 / base.inv_c, kernel)
+    sv_idx, sv_pos, alpha, g, features, g_all, _, n_sv = state_on(problem)
+    scorer = _BlockScorer(problem, features)
+    scorer.refresh(sv_idx, alpha, n_sv)
+    outside = np.flatnonzero(sv_pos < 0)[:7]
+    scorer(outside)
+    out = np.zeros(40)
+    scorer.row(int(outside[3]), out)
+    np.testing.assert_allclose(out[:n_sv], problem.dense_Q()[outside[3], sv_idx[:n_sv]], rtol=1e-12)

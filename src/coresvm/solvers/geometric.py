@@ -405,7 +405,7 @@ class _BlockScorer:
         """Take the current weights (once per violator search)."""
         problem = self.problem
         support = sv_idx[:n_sv]
-        self.n_sv = n_sv
+        self.n_sv, self.support = n_sv, support
         self.coef = alpha[:n_sv] * problem.y[support]
         self.bias_sum = problem.bias_term * float(self.coef.sum())
         self.sv_norms = problem.norms[support]
@@ -413,17 +413,29 @@ class _BlockScorer:
             self.coef_b = self.coef * np.exp(-problem.kernel.gamma * self.sv_norms)
 
     def __call__(self, points: np.ndarray) -> np.ndarray:
-        """``g`` of ``points`` (none of them an SV: no ``1/C`` term)."""
+        """``g`` of ``points`` (none of them an SV: no ``1/C`` term).  The block is kept for :meth:`row`."""
         problem = self.problem
         spec = problem.kernel
         dots = problem.data[points] @ self.features[: self.n_sv].T
         if self.factorized:
             dots *= 2.0 * spec.gamma
-            np.exp(dots, out=dots)
+            np.exp(dots, out=dots)  # exp(2g<a, b>); k(a, b) also needs exp(-g|a|^2) exp(-g|b|^2)
             sums = (dots @ self.coef_b) * np.exp(-spec.gamma * problem.norms[points])
         else:
-            sums = apply_kernel_to_dots(dots, spec, problem.norms[points], self.sv_norms) @ self.coef
+            dots = apply_kernel_to_dots(dots, spec, problem.norms[points], self.sv_norms)
+            sums = dots @ self.coef
+        self.last_points, self.last_block = points, dots
         return problem.y[points] * (sums + self.bias_sum)
+
+    def row(self, point: int, out: np.ndarray) -> None:
+        """``out[:#SV] = Q[point, SVs]`` for a point of the last scored block (no kernel evaluation)."""
+        problem = self.problem
+        k = self.last_block[int(np.flatnonzero(self.last_points == point)[0])]
+        if self.factorized:
+            gamma = problem.kernel.gamma
+            k = k * np.exp(-gamma * (problem.norms[point] + self.sv_norms))
+        support = self.support
+        out[: self.n_sv] = problem.y[point] * problem.y[support] * (k + problem.bias_term)
 
 
 def _draw_points(rng: np.random.RandomState, m: int, n: int, strata_ptr: np.ndarray, strata_order: np.ndarray):
@@ -523,7 +535,7 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
                     break  # this stage is done
                 last_violation = margin / w2
                 if sv_pos[v_point] < 0:
-                    extended_row(*kargs, v_point, sv_idx, n_sv, row)
+                    scorer.row(v_point, row)  # from the block that found it
                 n_sv, w2, full = ball_step(*kargs, diag_all, rule, selection, gmdm_k, eta, radius2, w2, v_point,
                                            g_v, row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
                 if full:
