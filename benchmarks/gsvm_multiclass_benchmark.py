@@ -104,6 +104,13 @@ def git_revision() -> str:
         return "unknown"
 
 
+def c_choice(args) -> str:
+    if len(args.C_grid) == 1:
+        return f"CoreSVC's C (L2-SVM C) fixed at {args.C_grid[0]:g} for every solver (no selection)"
+    return (f"CoreSVC's C (L2-SVM C) per solver from {[float(c) for c in args.C_grid]} on a stratified 20% "
+            f"validation split of the training set (select fits cut at {args.select_max_time:g} s)")
+
+
 def markdown(rows, args, total: float) -> str:
     lines = [
         "# Multiclass (one-vs-one): CVM and the gsvm family vs scikit-learn SVC",
@@ -111,9 +118,8 @@ def markdown(rows, args, total: float) -> str:
         f"- Command: `python benchmarks/gsvm_multiclass_benchmark.py {' '.join(sys.argv[1:])}`".rstrip() + "",
         f"- Commit: {git_revision()}; machine: {platform.machine()}, {os.cpu_count()} cores, load average at the end "
         f"{os.getloadavg()[0]:.1f} (compare ratios within this run); whole run {total:.0f} s",
-        f"- RBF gamma as SVC's; CoreSVC's C (L2-SVM C) per solver from {[float(c) for c in args.C_grid]} on a "
-        f"stratified 20% validation split of the training set (select fits cut at {args.select_max_time:g} s); "
-        f"tol={args.tol:g}, max_time={args.max_time:g} s, random_state={args.seed}; accuracy on the test file.",
+        f"- RBF gamma as SVC's; {c_choice(args)}; tol={args.tol:g}, max_time={args.max_time:g} s per fit (shared "
+        f"by its one-vs-one pairs), random_state={args.seed}; accuracy on the test file.",
         "",
         "| dataset | method | select (s) | train (s) | test acc (%) | #SV | SVC time / time | vs SVC (pp) | note |",
         "|---|---|--:|--:|--:|--:|--:|--:|---|",
