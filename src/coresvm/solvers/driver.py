@@ -11,7 +11,15 @@ from ..cache import ColumnCache
 from ..problem import SimplexProblem
 from .core_set import CoreSetState, _exact_gradient, solve_core_set
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
-from .geometric import BALL_RULES, STOPPING_RULES, default_eps, multiscale_schedule, solve_ball
+from .geometric import (
+    BALL_RULES,
+    STOPPING_RULES,
+    block_search_features,
+    default_eps,
+    multiscale_schedule,
+    solve_ball,
+    solve_ball_blocked,
+)
 
 
 @dataclass
@@ -48,6 +56,7 @@ class SolverOptions:
     draws: int = 600
     probe: int = 1  # candidates per try of the violator search (BVM: 59)
     multiscale: bool = True
+    block_search: bool = True  # score violator candidates in BLAS blocks when the data is dense
     # core-set solvers: called once per outer round with an info dict; True stops the run
     # (status 'callback'). The compiled engine loops cannot call it (see CoreSVC's callback).
     callback: object = None
@@ -227,14 +236,24 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     stages = np.array(multiscale_schedule(eps) if options.multiscale else [eps])
     gram = CoreSetState.within_budget(options.cache_bytes, eps).gram
     strata_ptr, strata_order = _strata(problem.y, options.stratified)
+    features = block_search_features(problem, gram.shape[0]) if options.block_search else None
     start = time.perf_counter()
-    support, alpha, n_iter, w2, violation, status = solve_ball(
-        *problem.kernel_args(), problem.diag, np.int64(BALL_RULES[options.ball_rule]),
-        np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
-        np.int64(STOPPING_RULES[options.stopping]), stages, np.int64(options.draws), np.int64(options.probe),
-        float(options.eta), np.int64(options.max_iter), float(options.max_time), np.int64(rng.randint(0, 2**31 - 1)),
-        np.int64(init_point), strata_ptr, strata_order, gram, float(options.verbose),
-    )
+    rule = np.int64(BALL_RULES[options.ball_rule])
+    selection = np.int64(SECOND_VERTEX_RULES[options.second_vertex])
+    stopping = np.int64(STOPPING_RULES[options.stopping])
+    if features is not None:
+        support, alpha, n_iter, w2, violation, status = solve_ball_blocked(
+            problem, rule, selection, float(options.gmdm_k), stopping, stages, int(options.draws),
+            int(options.probe), float(options.eta), int(options.max_iter), float(options.max_time), rng,
+            int(init_point), strata_ptr, strata_order, gram, features, float(options.verbose),
+        )
+    else:
+        support, alpha, n_iter, w2, violation, status = solve_ball(
+            *problem.kernel_args(), problem.diag, rule, selection, float(options.gmdm_k), stopping, stages,
+            np.int64(options.draws), np.int64(options.probe), float(options.eta), np.int64(options.max_iter),
+            float(options.max_time), np.int64(rng.randint(0, 2**31 - 1)), np.int64(init_point), strata_ptr,
+            strata_order, gram, np.zeros((1, 1)), float(options.verbose),
+        )
     keep = alpha > 0
     support, alpha = support[keep], alpha[keep]
     # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.

@@ -43,9 +43,12 @@ computed in a compiled loop when it is drawn, and kept if it joins.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit
 
+from ..kernels import apply_kernel_to_dots, row_to_dense, single_threaded_blas
 from ..problem import extended_row
 from .core_set import _compact_gram_in_place, select_second_vertex
 from .engine import (
@@ -56,6 +59,7 @@ from .engine import (
     _draw,
     _now,
     _report,
+    print_progress,
 )
 from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
 
@@ -120,7 +124,9 @@ def sphere_step(g_v, g_u, w2, tau_v, Q_uv, Q_uu, radius2):
 
 
 @njit(cache=True)
-def _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, point, row, g_point, diag_point):
+def _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, point, row, g_point, diag_point, data, features):
+    if features.shape[0] == gram.shape[0]:  # the block search keeps the SVs' feature rows (dense data)
+        row_to_dense(data, point, features[n_sv])
     sv_idx[n_sv] = point
     sv_pos[point] = n_sv
     alpha[n_sv] = 0.0
@@ -134,8 +140,11 @@ def _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, point, row, g_point, 
 
 
 @njit(cache=True)
-def _compact(sv_idx, sv_pos, alpha, g, diag, gram, n_sv):
+def _compact(sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv):
     keep = np.flatnonzero(alpha[:n_sv] > 0.0)
+    if features.shape[0] == gram.shape[0]:
+        for a in range(keep.shape[0]):
+            features[a] = features[keep[a]]
     for t in range(n_sv):
         if alpha[t] <= 0.0:
             sv_pos[sv_idx[t]] = -1
@@ -188,9 +197,87 @@ def _mn_step(gram, alpha, g, diag, n_sv, v, u, eta):
 
 
 @njit(cache=True)
+def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k, eta,
+              radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv):
+    """Bring the violator ``v_point`` into the SV set and take the rule's step (seed 004 Algs. 2-4).
+
+    ``g_v`` is its ``g`` and ``best_row`` its row of ``Q`` over the SVs (used when it is not an SV yet).
+    Returns (number of SVs, new w2, whether the SV set was full).  Shared by the compiled
+    search (:func:`solve_ball`) and the block search (:func:`solve_ball_blocked`).
+    """
+    capacity = gram.shape[0]
+    # 2. bring v into the SV set
+    v = sv_pos[v_point]
+    if v < 0:
+        if n_sv == capacity:
+            n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
+            if n_sv == capacity:
+                return n_sv, w2, True
+            # compaction moved the SVs: the drawn row is stale, recompute it
+            extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
+                         n_sv, best_row)
+        v = n_sv
+        n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, v_point, best_row, g_v,
+                          diag_all[v_point], data, features)
+    # 3. the step
+    if rule == BVM:
+        distance = np.sqrt(max(w2 - 2.0 * g[v] + diag[v], 0.0))
+        beta = eta * (1.0 - np.sqrt(radius2) / distance) if distance > 0.0 else 0.0
+        if beta <= 0.0:
+            # v violates the rule but lies inside the estimated ball: exact toward step instead
+            derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
+            beta = clipped_step(derivative, curvature, 1.0, eta)
+        w2 = _toward_update(gram, alpha, g, n_sv, v, min(beta, 1.0), w2, diag[v])
+    else:
+        u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k)
+        if u < 0:
+            # no SV to take weight from (v is the only one): an exact toward step
+            derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
+            w2 = _toward_update(gram, alpha, g, n_sv, v, clipped_step(derivative, curvature, 1.0, eta),
+                                w2, diag[v])
+        else:
+            beta = 0.0
+            if rule == SPHERE:
+                beta = min(eta * sphere_step(g[v], g[u], w2, diag[v], gram[v, u], diag[u], radius2),
+                           alpha[u])
+                # A sphere step that does not lower ||c||^2 (past twice the pair's line-search
+                # minimum) let two SVs trade their weight back and forth forever on a 4-point
+                # problem (tests/test_properties.py): take the MNSVM step instead.
+                derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
+                if objective_change(derivative, curvature, beta) >= 0.0:
+                    beta = 0.0
+            if beta > 0.0:
+                w2 += _pair_step(gram, alpha, g, diag, n_sv, v, u, beta)
+            else:
+                # MNSVM, or a SphereSVM violator inside the estimated ball (no positive root)
+                w2 += _mn_step(gram, alpha, g, diag, n_sv, v, u, eta)
+        # SV-only refinement (gsvm: 20 updates once #SV > 400)
+        if n_sv > REFINE_MIN_SV:
+            for _ in range(REFINE_STEPS):
+                v_ref = -1
+                lowest = np.inf
+                for t in range(n_sv):
+                    if g[t] < lowest:
+                        lowest = g[t]
+                        v_ref = t
+                u_ref = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
+                                             gmdm_k)
+                if u_ref < 0:
+                    break
+                w2 += _mn_step(gram, alpha, g, diag, n_sv, v_ref, u_ref, eta)
+        n_zero = 0
+        for t in range(n_sv):
+            if alpha[t] <= 0.0:
+                n_zero += 1
+        if n_zero > COMPACT_ZERO_FRACTION * n_sv and n_sv > 64:
+            n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
+    return n_sv, w2, False
+
+
+@njit(cache=True)
 def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k,
                stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr, strata_order,
-               gram, verbose):
+               gram, features, verbose):
     """Run BVM / SphereSVM / MNSVM over the eps ``stages``.
 
     Returns (sv indices, weights, iterations, w2, last relative violation, status).
@@ -207,7 +294,7 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     best_row = np.empty(capacity)
     draw_buffer = np.empty(probe, dtype=np.int64)
     n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
-                      diag_all[init_point])
+                      diag_all[init_point], data, features)
     alpha[0] = 1.0
     w2 = diag_all[init_point]
     radius2 = diag_all[init_point]  # R^2 = k~(x, x), constant for the MEB solvers
@@ -258,71 +345,202 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
             if v_point < 0:
                 last_violation = 0.0
                 break  # this stage is done
-            # 2. bring v into the SV set
-            v = sv_pos[v_point]
-            if v < 0:
-                if n_sv == capacity:
-                    n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, n_sv)
-                    if n_sv == capacity:
-                        return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, \
-                            STATUS_CORE_SET_FULL
-                    # compaction moved the SVs: the drawn row is stale, recompute it
-                    extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
-                                 n_sv, best_row)
-                v = n_sv
-                n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, v_point, best_row, g_v,
-                                  diag_all[v_point])
-            # 3. the step
-            if rule == BVM:
-                distance = np.sqrt(max(w2 - 2.0 * g[v] + diag[v], 0.0))
-                beta = eta * (1.0 - np.sqrt(radius2) / distance) if distance > 0.0 else 0.0
-                if beta <= 0.0:
-                    # v violates the rule but lies inside the estimated ball: exact toward step instead
-                    derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
-                    beta = clipped_step(derivative, curvature, 1.0, eta)
-                w2 = _toward_update(gram, alpha, g, n_sv, v, min(beta, 1.0), w2, diag[v])
-            else:
-                u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k)
-                if u < 0:
-                    # no SV to take weight from (v is the only one): an exact toward step
-                    derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
-                    w2 = _toward_update(gram, alpha, g, n_sv, v, clipped_step(derivative, curvature, 1.0, eta),
-                                        w2, diag[v])
-                else:
-                    beta = 0.0
-                    if rule == SPHERE:
-                        beta = min(eta * sphere_step(g[v], g[u], w2, diag[v], gram[v, u], diag[u], radius2),
-                                   alpha[u])
-                        # A sphere step that does not lower ||c||^2 (past twice the pair's line-search
-                        # minimum) let two SVs trade their weight back and forth forever on a 4-point
-                        # problem (tests/test_properties.py): take the MNSVM step instead.
-                        derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
-                        if objective_change(derivative, curvature, beta) >= 0.0:
-                            beta = 0.0
-                    if beta > 0.0:
-                        w2 += _pair_step(gram, alpha, g, diag, n_sv, v, u, beta)
-                    else:
-                        # MNSVM, or a SphereSVM violator inside the estimated ball (no positive root)
-                        w2 += _mn_step(gram, alpha, g, diag, n_sv, v, u, eta)
-                # SV-only refinement (gsvm: 20 updates once #SV > 400)
-                if n_sv > REFINE_MIN_SV:
-                    for _ in range(REFINE_STEPS):
-                        v_ref = -1
-                        lowest = np.inf
-                        for t in range(n_sv):
-                            if g[t] < lowest:
-                                lowest = g[t]
-                                v_ref = t
-                        u_ref = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
-                                                     gmdm_k)
-                        if u_ref < 0:
-                            break
-                        w2 += _mn_step(gram, alpha, g, diag, n_sv, v_ref, u_ref, eta)
-                n_zero = 0
-                for t in range(n_sv):
-                    if alpha[t] <= 0.0:
-                        n_zero += 1
-                if n_zero > COMPACT_ZERO_FRACTION * n_sv and n_sv > 64:
-                    n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, n_sv)
+            # 2.-3. the step
+            n_sv, w2, full = ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule,
+                                       selection, gmdm_k, eta, radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos,
+                                       alpha, g, diag, gram, features, n_sv)
+            if full:
+                return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CORE_SET_FULL
             n_iter += 1
     return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, status
+
+
+# ---------------------------------------------------------------------------------------------
+# Block violator search (dense data): candidates are scored against the SVs as one BLAS product
+# ---------------------------------------------------------------------------------------------
+BLOCK_FEATURE_BYTES = 64 * 2**20  # the SVs' feature rows the block search may keep (dense data only)
+FIRST_BLOCK, MAX_BLOCK = 4, 128  # first-violator search: blocks of 4, 8, ..., 128 draws
+RBF_FACTOR_LIMIT = 600.0  # exp(+-600) is finite in float64 (as in kernels.kernel_product)
+
+
+def block_search_features(problem, capacity: int) -> np.ndarray | None:
+    """The (capacity x d) array for the SVs' feature rows, or None when the block search does not apply.
+
+    It applies to dense data whose SV rows fit in ``BLOCK_FEATURE_BYTES``; sparse data keeps the
+    compiled row-by-row search (a sparse candidate against dense SV rows is no faster there).
+    """
+    data = problem.data
+    if not isinstance(data, np.ndarray) or capacity * data.shape[1] * 8 > BLOCK_FEATURE_BYTES:
+        return None
+    return np.zeros((capacity, data.shape[1]))
+
+
+def vector_threshold(rule: int, w2: float, tau: np.ndarray, eps: float) -> np.ndarray:
+    """:func:`violation_threshold` for an array of ``tau_i = k~(x_i, x_i)``."""
+    if rule == STOP_MN:
+        return np.full(tau.shape, (1.0 - eps) * w2)
+    if rule == STOP_ADJMN:
+        return w2 - eps * np.sqrt(w2 * tau)
+    return 0.5 * (w2 + tau * (1.0 - (1.0 + eps) ** 2))
+
+
+class _BlockScorer:
+    """``g_i = (Q a)_i`` of candidates from the SVs' feature rows: one GEMM, one ``exp``, one GEMV.
+
+    The compiled search evaluates ``|probe| x #SV`` kernel values one at a time (a scalar ``exp``
+    each, ~12 ns on the benchmark machine); here they are a BLAS block and NumPy's vectorized
+    ``exp``.  For RBF the block is factorized as in :func:`~coresvm.kernels.kernel_product`:
+    ``k(a, b) = exp(-g|a|^2) exp(2g<a, b>) exp(-g|b|^2)``.
+    """
+
+    def __init__(self, problem, features: np.ndarray):
+        self.problem = problem
+        self.features = features
+        spec = problem.kernel
+        self.rbf = spec.name == "rbf"
+        self.factorized = self.rbf and 2.0 * spec.gamma * float(problem.norms.max(initial=0.0)) < RBF_FACTOR_LIMIT
+        self.coef = None
+
+    def refresh(self, sv_idx: np.ndarray, alpha: np.ndarray, n_sv: int) -> None:
+        """Take the current weights (once per violator search)."""
+        problem = self.problem
+        support = sv_idx[:n_sv]
+        self.n_sv, self.support = n_sv, support
+        self.coef = alpha[:n_sv] * problem.y[support]
+        self.bias_sum = problem.bias_term * float(self.coef.sum())
+        self.sv_norms = problem.norms[support]
+        if self.factorized:
+            self.coef_b = self.coef * np.exp(-problem.kernel.gamma * self.sv_norms)
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        """``g`` of ``points`` (none of them an SV: no ``1/C`` term).  The block is kept for :meth:`row`."""
+        problem = self.problem
+        spec = problem.kernel
+        dots = problem.data[points] @ self.features[: self.n_sv].T
+        if self.factorized:
+            dots *= 2.0 * spec.gamma
+            np.exp(dots, out=dots)  # exp(2g<a, b>); k(a, b) also needs exp(-g|a|^2) exp(-g|b|^2)
+            sums = (dots @ self.coef_b) * np.exp(-spec.gamma * problem.norms[points])
+        else:
+            dots = apply_kernel_to_dots(dots, spec, problem.norms[points], self.sv_norms)
+            sums = dots @ self.coef
+        self.last_points, self.last_block = points, dots
+        return problem.y[points] * (sums + self.bias_sum)
+
+    def row(self, point: int, out: np.ndarray) -> None:
+        """``out[:#SV] = Q[point, SVs]`` for a point of the last scored block (no kernel evaluation)."""
+        problem = self.problem
+        k = self.last_block[int(np.flatnonzero(self.last_points == point)[0])]
+        if self.factorized:
+            gamma = problem.kernel.gamma
+            k = k * np.exp(-gamma * (problem.norms[point] + self.sv_norms))
+        support = self.support
+        out[: self.n_sv] = problem.y[point] * problem.y[support] * (k + problem.bias_term)
+
+
+def _draw_points(rng: np.random.RandomState, m: int, n: int, strata_ptr: np.ndarray, strata_order: np.ndarray):
+    """``n`` candidates: uniform, or gsvm's "fair" draw (a class, then a point of it), as :func:`_draw`."""
+    n_strata = strata_ptr.shape[0] - 1
+    if n_strata < 2:
+        return rng.randint(0, m, size=n)
+    k = rng.randint(0, n_strata, size=n)
+    lo, size = strata_ptr[k], strata_ptr[k + 1] - strata_ptr[k]
+    return strata_order[lo + (rng.random_sample(n) * size).astype(np.int64)]
+
+
+def _candidate_g(points, sv_pos, g, scorer):
+    """``g`` of candidates: kept for SVs, block-scored for the others."""
+    pos = sv_pos[points]
+    out = np.empty(points.shape[0])
+    inside = pos >= 0
+    out[inside] = g[pos[inside]]
+    if not inside.all():
+        out[~inside] = scorer(points[~inside])
+    return out
+
+
+def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr, strata_order, sv_pos, g, scorer):
+    """The violator search with block scoring; returns (point or -1, its g, its margin).
+
+    ``probe > 1`` (BVM): up to ``draws // probe`` tries of ``probe`` draws, the worst violator of the
+    first try that has one (LibCVM's "59 x 10").  ``probe == 1`` (SphereSVM, MNSVM): the *first*
+    violating draw of up to ``draws`` (seed 004 sec. 5.1.2); draws are scored in blocks of 4, 8,
+    ..., 128, and the first violator in draw order is taken, so the result is the one-at-a-time
+    search's (later draws of its block are scored for nothing: at most as many as were needed).
+    """
+    if probe > 1:
+        for _ in range(max(draws // probe, 1)):
+            points = _draw_points(rng, m, probe, strata_ptr, strata_order)
+            g_points = _candidate_g(points, sv_pos, g, scorer)
+            margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
+            worst = int(np.argmax(margins))
+            if margins[worst] > 0.0:
+                return int(points[worst]), float(g_points[worst]), float(margins[worst])
+        return -1, 0.0, 0.0
+    drawn, block = 0, FIRST_BLOCK
+    while drawn < draws:
+        n = min(block, draws - drawn)
+        points = _draw_points(rng, m, n, strata_ptr, strata_order)
+        g_points = _candidate_g(points, sv_pos, g, scorer)
+        margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
+        hits = np.flatnonzero(margins > 0.0)
+        if hits.size:
+            first = int(hits[0])
+            return int(points[first]), float(g_points[first]), float(margins[first])
+        drawn += n
+        block = min(2 * block, MAX_BLOCK)
+    return -1, 0.0, 0.0
+
+
+def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws, probe, eta, max_iter, max_time,
+                       rng, init_point, strata_ptr, strata_order, gram, features, verbose):
+    """:func:`solve_ball` with the violator search in BLAS blocks (same steps, same return values).
+
+    The loop is in Python (one search and one compiled :func:`ball_step` per iteration).  Its own
+    work (drawing, thresholds, bookkeeping) was ~0.9 ms of an iteration's ~5.8 ms in a cProfile
+    of MNSVM on ijcnn1 (loaded machine); it pays off because an iteration scores tens to hundreds
+    of candidates against thousands of SVs.
+    """
+    kargs = problem.kernel_args()
+    diag_all = problem.diag
+    m = problem.n_points
+    capacity = gram.shape[0]
+    sv_idx = np.zeros(capacity, dtype=np.int64)
+    sv_pos = np.full(m, -1, dtype=np.int64)
+    alpha, g, diag = np.zeros(capacity), np.zeros(capacity), np.zeros(capacity)
+    row = np.empty(capacity)
+    n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
+                      diag_all[init_point], kargs[0], features)
+    alpha[0] = 1.0
+    w2 = radius2 = float(diag_all[init_point])  # R^2 = k~(x, x), constant for the MEB solvers
+    scorer = _BlockScorer(problem, features)
+    n_iter, last_violation = 0, 0.0
+    start = time.perf_counter()
+    last_report = 0.0
+    with single_threaded_blas():  # blocks of ~100 x #SV: threads cost more than they save, and the cores are shared
+        for eps in stages:
+            while True:
+                if n_iter >= max_iter:
+                    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_ITER
+                elapsed = time.perf_counter() - start
+                if elapsed > max_time:
+                    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_TIME
+                if verbose > 0.0 and elapsed - last_report >= verbose:
+                    print_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
+                    last_report = elapsed
+                scorer.refresh(sv_idx, alpha, n_sv)
+                v_point, g_v, margin = find_violator(rng, m, diag_all, stopping, w2, float(eps), draws, probe,
+                                                     strata_ptr, strata_order, sv_pos, g, scorer)
+                if v_point < 0:
+                    last_violation = 0.0
+                    break  # this stage is done
+                last_violation = margin / w2
+                if sv_pos[v_point] < 0:
+                    scorer.row(v_point, row)  # from the block that found it
+                n_sv, w2, full = ball_step(*kargs, diag_all, rule, selection, gmdm_k, eta, radius2, w2, v_point,
+                                           g_v, row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
+                if full:
+                    return (sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation,
+                            STATUS_CORE_SET_FULL)
+                n_iter += 1
+    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CONVERGED

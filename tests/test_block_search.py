@@ -1,0 +1,150 @@
+"""The block violator search of the gsvm family (solvers/geometric.py) against the row-by-row one."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from test_geometric import STOPPING_CODE, dense_alpha, rbf_problem
+
+from coresvm.kernels import KernelSpec
+from coresvm.problem import SimplexProblem
+from coresvm.solvers.driver import SolverOptions, run_engine
+from coresvm.solvers.geometric import (
+    STOP_ADJMN,
+    STOP_MEB,
+    STOP_MN,
+    _BlockScorer,
+    block_search_features,
+    find_violator,
+    vector_threshold,
+    violation_threshold,
+)
+
+
+def state_on(problem, n_sv=15, seed=0):
+    """A random weight vector on ``n_sv`` points, with the SV arrays the search reads."""
+    rng = np.random.RandomState(seed)
+    m = problem.n_points
+    sv_idx = np.zeros(40, dtype=np.int64)
+    sv_idx[:n_sv] = rng.choice(m, n_sv, replace=False)
+    alpha = np.zeros(40)
+    alpha[:n_sv] = rng.dirichlet(np.ones(n_sv))
+    sv_pos = np.full(m, -1, dtype=np.int64)
+    sv_pos[sv_idx[:n_sv]] = np.arange(n_sv)
+    dense = np.zeros(m)
+    dense[sv_idx[:n_sv]] = alpha[:n_sv]
+    Q = problem.dense_Q()
+    g_all = Q @ dense
+    g = np.zeros(40)
+    g[:n_sv] = g_all[sv_idx[:n_sv]]
+    features = np.zeros((40, problem.X.shape[1]))
+    features[:n_sv] = problem.X[sv_idx[:n_sv]]
+    return sv_idx, sv_pos, alpha, g, features, g_all, float(dense @ g_all), n_sv
+
+
+@pytest.mark.parametrize("kernel", [KernelSpec("rbf", gamma=0.5), KernelSpec("poly", gamma=0.5, coef0=1.0, degree=3),
+                                    KernelSpec("linear")])
+@pytest.mark.parametrize("bias", [True, False])
+def test_block_scores_equal_the_extended_kernel_rows(kernel, bias):
+    problem = rbf_problem(m=60, bias=bias)
+    problem = SimplexProblem(problem.X, problem.y, 1 / problem.inv_c, kernel, bias=bias)
+    sv_idx, sv_pos, alpha, g, features, g_all, _, n_sv = state_on(problem)
+    scorer = _BlockScorer(problem, features)
+    scorer.refresh(sv_idx, alpha, n_sv)
+    outside = np.flatnonzero(sv_pos < 0)
+    np.testing.assert_allclose(scorer(outside), g_all[outside], rtol=1e-12, atol=1e-14)
+
+
+def test_rbf_factorization_is_skipped_when_the_exponent_could_overflow():
+    problem = rbf_problem(m=40)
+    far = SimplexProblem(problem.X * 100.0, problem.y, 1 / problem.inv_c, KernelSpec("rbf", gamma=0.5))
+    sv_idx, sv_pos, alpha, g, features, g_all, _, n_sv = state_on(far)
+    scorer = _BlockScorer(far, features)
+    assert not scorer.factorized
+    scorer.refresh(sv_idx, alpha, n_sv)
+    outside = np.flatnonzero(sv_pos < 0)
+    np.testing.assert_allclose(scorer(outside), g_all[outside], rtol=1e-12, atol=1e-300)
+
+
+def test_vector_threshold_matches_the_scalar_rule():
+    tau = np.array([1.5, 2.0, 3.0])
+    for rule in (STOP_MN, STOP_ADJMN, STOP_MEB):
+        expected = [violation_threshold(rule, 0.3, t, 1e-2) for t in tau]
+        np.testing.assert_allclose(vector_threshold(rule, 0.3, tau, 1e-2), expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("probe", [1, 59])
+def test_search_takes_the_first_violator_or_the_worst_of_the_first_violating_try(probe):
+    """Replaying the same random draws: probe 1 returns the first violating draw (however the draws
+    are blocked), probe 59 the worst violator of the first try that has one."""
+    problem = rbf_problem(m=80)
+    sv_idx, sv_pos, alpha, g, features, g_all, w2, n_sv = state_on(problem)
+    scorer = _BlockScorer(problem, features)
+    scorer.refresh(sv_idx, alpha, n_sv)
+    eps = 0.5
+    threshold = vector_threshold(STOP_MN, w2, problem.diag, eps)
+    empty = np.zeros(1, dtype=np.int64)
+    point, g_v, margin = find_violator(np.random.RandomState(3), problem.n_points, problem.diag, STOP_MN, w2, eps,
+                                       600, probe, empty, empty, sv_pos, g, scorer)
+    assert point >= 0
+    assert g_v == pytest.approx(g_all[point], rel=1e-12)
+    assert margin == pytest.approx(threshold[point] - g_all[point], rel=1e-12)
+    replay = np.random.RandomState(3)
+    if probe == 1:
+        # blocks of 4, 8, ...: the draws come in that order from the same generator
+        draws = np.concatenate([replay.randint(0, problem.n_points, size=n) for n in (4, 8, 16, 32, 64, 128)])
+        first = next(p for p in draws if g_all[p] < threshold[p])
+        assert point == first
+    else:
+        while True:
+            draws = replay.randint(0, problem.n_points, size=59)
+            margins = threshold[draws] - g_all[draws]
+            if margins.max() > 0:
+                assert point == draws[np.argmax(margins)]
+                break
+
+
+def test_no_violator_when_the_rule_holds_everywhere():
+    problem = rbf_problem(m=50)
+    sv_idx, sv_pos, alpha, g, features, g_all, w2, n_sv = state_on(problem)
+    scorer = _BlockScorer(problem, features)
+    scorer.refresh(sv_idx, alpha, n_sv)
+    empty = np.zeros(1, dtype=np.int64)
+    eps = 1.0 - (g_all.min() - 0.01 * w2) / w2  # (1 - eps) w2 is below every g_i
+    assert find_violator(np.random.RandomState(0), 50, problem.diag, STOP_MN, w2, eps, 300, 1, empty, empty, sv_pos,
+                         g, scorer)[0] == -1
+
+
+def test_block_search_applies_to_dense_data_only():
+    problem = rbf_problem(m=30)
+    assert block_search_features(problem, 64).shape == (64, 3)
+    sparse = SimplexProblem(sp.csr_matrix(problem.X), problem.y, 1 / problem.inv_c, problem.kernel)
+    assert block_search_features(sparse, 64) is None
+
+
+@pytest.mark.parametrize("rule", ["sphere", "mnsvm", "bvm"])
+@pytest.mark.parametrize("block", [True, False])
+def test_both_searches_meet_the_rule_on_every_point(rule, block):
+    problem = rbf_problem(m=100)
+    Q = problem.dense_Q()
+    eps = 1e-2 if rule == "bvm" else 1e-4
+    options = SolverOptions(ball_rule=rule, stopping="mn", eps=eps, draws=20 * problem.n_points,
+                            probe=59 if rule == "bvm" else 1, seed=1, second_vertex="imdm", block_search=block)
+    result = run_engine(problem, options)
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    w2 = alpha @ Q @ alpha
+    assert (Q @ alpha).min() >= violation_threshold(STOPPING_CODE["mn"], w2, Q[0, 0], eps) - 1e-9 * w2
+
+
+@pytest.mark.parametrize("kernel", [KernelSpec("rbf", gamma=0.5), KernelSpec("poly", gamma=0.5, coef0=1.0, degree=2)])
+def test_the_violator_row_comes_from_the_scored_block(kernel):
+    base = rbf_problem(m=60)
+    problem = SimplexProblem(base.X, base.y, 1 / base.inv_c, kernel)
+    sv_idx, sv_pos, alpha, g, features, g_all, _, n_sv = state_on(problem)
+    scorer = _BlockScorer(problem, features)
+    scorer.refresh(sv_idx, alpha, n_sv)
+    outside = np.flatnonzero(sv_pos < 0)[:7]
+    scorer(outside)
+    out = np.zeros(40)
+    scorer.row(int(outside[3]), out)
+    np.testing.assert_allclose(out[:n_sv], problem.dense_Q()[outside[3], sv_idx[:n_sv]], rtol=1e-12)
