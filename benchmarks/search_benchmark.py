@@ -136,22 +136,23 @@ def run_search(kind: str, estimator, X, y, X_test, y_test, cv, args) -> dict:
         "C": search.best_params_["C"], "gamma": search.best_params_["gamma"], "cv": search.best_score_,
         "test": float(np.mean(search.best_estimator_.predict(X_test) == y_test)),
         "fit_time": float(np.sum(search.cv_results_["mean_fit_time"]) * search.n_splits_),
+        "warm_fits": int(getattr(search, "n_warm_fits_", 0)),
     }
 
 
 def table(name: str, rows: list[dict], n_train: int, n_test: int, folds: int) -> str:
     grid = next((r for r in rows if r["method"] == "grid"), None)
     lines = [f"### {name}: {n_train} training rows (search + refit), {n_test} test rows, {folds}-fold CV", "",
-             "| method | points | fits | time (s) | CPU (s) | fits vs grid | time vs grid | C | gamma | CV acc "
+             "| method | points | fits | warm fits | time (s) | CPU (s) | fits vs grid | time vs grid | C | gamma | CV acc "
              "| test acc |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['method']} | n/a ({r['skipped']}) | | | | | | | | | |")
+            lines.append(f"| {r['method']} | n/a ({r['skipped']}) | | | | | | | | | | |")
             continue
         ratios = (f"{grid['fits'] / r['fits']:.2f}x | {grid['time'] / r['time']:.2f}x" if grid else " | ")
         lines.append(
-            f"| {r['method']} | {r['points']} | {r['fits']} | {r['time']:.1f} | {r['cpu']:.1f} | {ratios} | "
+            f"| {r['method']} | {r['points']} | {r['fits']} | {r['warm_fits']} | {r['time']:.1f} | {r['cpu']:.1f} | {ratios} | "
             f"{r['C']:g} | {r['gamma']:g} | {100 * r['cv']:.2f}% | {100 * r['test']:.2f}% |")
     cold = [r for r in rows if r["method"] == "pattern-cold"]
     warm = [r for r in rows if r["method"] == "pattern-warm" and "skipped" not in r]
