@@ -11,7 +11,9 @@ estimator. ``nested_cross_validate`` is the thesis's double cross-validation (Se
 Warm starts: when the estimator has a ``warm_start`` parameter and the grid has a ``C`` axis,
 the fits that share a fold and every other parameter (gamma) run in order of increasing C on
 one estimator with ``warm_start=True``, and the last fitted model of each (fold, gamma) is
-kept to start the next batch of that group (gsvm reuses support vectors the same way).
+kept to start the next batch of that group. coresvm's estimators also start across gamma and
+across folds (gsvm's support-vector reuse: fold k+1 starts from fold k's solution restricted
+to the rows both train on), so only the search's first fit is cold.
 
 Parallelism goes through joblib (``n_jobs``), so ``joblib.parallel_config(backend="dask")``
 runs the same search on a Dask cluster. When fits run in parallel, each fit's Numba and BLAS
@@ -63,7 +65,11 @@ class PatternSearchCV(BaseSearchCV):
     stop when the step reaches 0. Then restart, up to ``n_restarts`` times, at the point of
     largest uncertainty ``U`` = Manhattan index distance to the nearest evaluated point (ties:
     the first such point in grid order), with step ``min(U, initial step)``, so that its first
-    pattern reaches back to the explored region (those points cost nothing: cached). A restart
+    pattern reaches back to the explored region (those points cost nothing: cached). With
+    ``restart_probe`` (our rule, not the thesis's) the restart point is evaluated alone first, and
+    the restart ends there when it scores no better than the nearest point evaluated before:
+    the surface does not rise towards the unexplored region (one fit per fold instead of a
+    pattern of up to five points). A restart also
     ends when a point an earlier walk evaluated, within the current step of the restart's best
     point, scores at least as well: the restart is climbing ground already searched (our rule,
     not the thesis's). Every evaluated
@@ -71,7 +77,7 @@ class PatternSearchCV(BaseSearchCV):
     best point is the best of all evaluated points, as in ``GridSearchCV``.
 
     Choices the thesis leaves open (marked [UNSURE] in the notes): a pattern point outside the
-    grid is clipped to the grid's edge; the centre wins ties (a move needs a strictly better
+    grid is clipped to the grid's edge (``out_of_grid``); the centre wins ties (a move needs a strictly better
     score); restarts stop early once every grid point is within index distance 1 of an
     evaluated one.
 
@@ -109,7 +115,21 @@ class PatternSearchCV(BaseSearchCV):
     warm_start : "auto" or bool, default="auto"
         ``"auto"``: warm-started fits when the estimator has a ``warm_start`` parameter and the
         grid has a ``C`` axis (``"C"`` or ``"<step>__C"`` with ``"<step>__warm_start"`` in a
-        pipeline); ``True`` requires that; ``False`` fits every point from scratch.
+        pipeline); ``True`` requires that; ``False`` fits every point from scratch. Fits of
+        one fold that share every parameter but C run in increasing C on one estimator. For
+        coresvm's estimators (``CoreSVC``) every other fit starts warm too: from the nearest
+        fitted model of the same fold (another gamma), or from another fold's model restricted
+        to the rows both folds train on (gsvm's support-vector reuse), and the refit starts from
+        a fold's model; only the search's first fit is cold. Their dual is a point of the
+        simplex, so any such start is feasible and the fit reaches the same optimum (within
+        ``tol``).
+    out_of_grid : {"clip", "skip"}, default="clip"
+        A pattern point off the grid is moved to the grid's edge, or left out. Over the score
+        surfaces of ``benchmarks/search_benchmark.py`` "skip" saves 2-3 points per walk but
+        makes restarts costlier and missed the bimodal test surface's second peak.
+    restart_probe : bool, default=True
+        Evaluate a restart point alone first and end the restart there when it scores no
+        better than the nearest point evaluated before (see above).
 
     Attributes
     ----------
@@ -121,13 +141,15 @@ class PatternSearchCV(BaseSearchCV):
     search_path_ : list of dict
         One entry per pattern step: ``run`` (0 = first walk, then restarts), ``center`` (params),
         ``step`` (index step), ``new`` (params evaluated in this step), ``action``
-        (``"move"``, ``"shrink"``, or ``"joined"`` when a restart reaches an earlier walk's ground
-        and ends).
+        (``"move"``, ``"shrink"``, ``"joined"`` when a restart reaches an earlier walk's ground
+        and ends, or ``"probed"`` when a restart ends at its probe).
     restarts_ : list of dict
         Per restart: ``start`` (params), ``uncertainty`` (index distance to the nearest point
         evaluated before) and ``step``.
     n_fits_ : int
         Fits done by the search (points evaluated x folds), without the refit.
+    n_warm_fits_ : int
+        How many of them the estimator reports as warm-started (its ``warm_started_``).
     warm_start_ : bool
         Whether the search used warm-started fits.
 
@@ -144,6 +166,8 @@ class PatternSearchCV(BaseSearchCV):
         "param_grid": [dict, None],
         "n_restarts": [Interval(numbers.Integral, 0, None, closed="left")],
         "warm_start": [StrOptions({"auto"}), "boolean"],
+        "out_of_grid": [StrOptions({"clip", "skip"})],
+        "restart_probe": ["boolean"],
     }
 
     def __init__(
@@ -161,6 +185,8 @@ class PatternSearchCV(BaseSearchCV):
         return_train_score: bool = False,
         n_restarts: int = 1,
         warm_start: str | bool = "auto",
+        out_of_grid: str = "clip",
+        restart_probe: bool = True,
     ):
         super().__init__(
             estimator=estimator,
@@ -176,6 +202,8 @@ class PatternSearchCV(BaseSearchCV):
         self.param_grid = param_grid
         self.n_restarts = n_restarts
         self.warm_start = warm_start
+        self.out_of_grid = out_of_grid
+        self.restart_probe = restart_probe
 
     # ------------------------------------------------------------------ grid
     def _grid_axes(self) -> list[tuple[str, list]]:
@@ -322,8 +350,17 @@ class PatternSearchCV(BaseSearchCV):
 
         def walk(run, center, step):
             explored = set(scores)  # points of earlier walks
+            if run > 0 and self.restart_probe:
+                evaluate([center])
+                nearest = min(_distance(q, center) for q in explored)
+                if any(scores[q] >= scores[center] for q in explored if _distance(q, center) == nearest):
+                    # The restart point scores no better than the explored ground nearest to it:
+                    # the surface does not rise towards the unexplored region; no walk (our rule).
+                    self.search_path_.append({"run": run, "center": params_at(center), "step": step,
+                                              "new": [params_at(center)], "action": "probed"})
+                    return
             while step > 0:
-                pattern = _cross_pattern(center, step, shape)
+                pattern = _cross_pattern(center, step, shape, self.out_of_grid)
                 new = evaluate(pattern)
                 best = center
                 for point in pattern:  # the centre wins ties: a move needs a strictly better score
@@ -367,13 +404,19 @@ def _distance(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return sum(abs(i - j) for i, j in zip(a, b, strict=True))
 
 
-def _cross_pattern(center: tuple[int, ...], step: int, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """The centre, then one step down and up along each axis, clipped to the grid (deduplicated)."""
+def _cross_pattern(center: tuple[int, ...], step: int, shape: tuple[int, ...],
+                   out_of_grid: str = "clip") -> list[tuple[int, ...]]:
+    """The centre, then one step down and up along each axis (deduplicated); a point off the grid
+    is moved to the grid's edge (``"clip"``) or left out (``"skip"``)."""
     points = [center]
     for axis, n in enumerate(shape):
         for direction in (-1, 1):
             point = list(center)
-            point[axis] = min(max(center[axis] + direction * step, 0), n - 1)
+            point[axis] = center[axis] + direction * step
+            if not 0 <= point[axis] < n:
+                if out_of_grid == "skip":
+                    continue
+                point[axis] = min(max(point[axis], 0), n - 1)
             points.append(tuple(point))
     return list(dict.fromkeys(points))
 

@@ -256,9 +256,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         weights or the data changed, provided the rows of the old support
         vectors are still there: the previous ``support_`` indices must be
         rows of the new ``X`` holding the same vectors with the same classes
-        (append new rows at the end), and the classes, kernel and
-        ``multiclass`` must be unchanged.  Otherwise the fit silently starts
-        cold.  ``warm_started_`` tells which happened.
+        (append new rows at the end), and the classes and ``multiclass``
+        must be unchanged.  Otherwise the fit silently starts cold.
+        ``warm_started_`` tells which happened.  The kernel (gamma) may
+        change: the old weights are a feasible point of the new problem
+        (PatternSearchCV starts fits at a new gamma from the nearest one).
     callback : callable or None, default=None
         ``callback(info) -> bool`` called during training with a dict:
         ``problem`` (index of the sub-problem), ``label`` (its pair ``(a, b)``
