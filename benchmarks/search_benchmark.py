@@ -28,6 +28,7 @@ import argparse
 import gzip
 import lzma
 import platform
+import subprocess
 import sys
 import time
 import warnings
@@ -108,6 +109,70 @@ def synthetic(n_surfaces: int, seed: int) -> str:
     return "\n".join(lines)
 
 
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def replay_pattern(surface: dict, **settings) -> tuple[int, tuple]:
+    """Run the pattern search's walk on a grid search's CV surface (no fits): (points, chosen point)."""
+    search = PatternSearchCV(None, GSVM_PARAM_GRID, **settings)
+    search._axes = list(GSVM_PARAM_GRID.items())
+    evaluated = []
+
+    def evaluate(candidates):
+        evaluated.extend(candidates)
+        return {"mean_test_score": np.array([surface[(p["C"], p["gamma"])] for p in evaluated])}
+
+    search._run_search(evaluate)
+    best = max(evaluated, key=lambda p: surface[(p["C"], p["gamma"])])  # first best: GridSearchCV's rule
+    return len(evaluated), (best["C"], best["gamma"])
+
+
+def replay_table(surface: dict) -> str:
+    """Points and grid optimum found by each pattern variant, replayed on the grid's CV surface."""
+    grid_best = max(surface, key=surface.get)
+    lines = ["Pattern variants replayed on the grid search's CV surface (same folds, no fits): points "
+             f"evaluated; * = a different point than the grid's ({grid_best[0]:g}, {grid_best[1]:g}).", "",
+             "| out_of_grid | restart_probe | n_restarts=0 | 1 | 2 | 3 |", "|---|---|---|---|---|---|"]
+    for edges in ("clip", "skip"):
+        for probe in (True, False):
+            cells = []
+            for restarts in range(4):
+                n, best = replay_pattern(surface, n_restarts=restarts, out_of_grid=edges, restart_probe=probe)
+                cells.append(f"{n}{'' if best == grid_best else '*'}")
+            lines.append(f"| {edges} | {'on' if probe else 'off'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def fold_seed_table(args, X, y, X_test, y_test) -> str:
+    """Grid vs default pattern on other fold assignments: how much of a difference is CV noise."""
+    lines = [f"Other fold assignments (StratifiedKFold seeds 1..{args.replay_seeds}): grid search, and the default "
+             "pattern search replayed on its CV surface; test accuracy of each choice refitted on all training rows.",
+             "", "| fold seed | grid: C, gamma, CV, test | pattern: points, C, gamma, CV, test |", "|---|---|---|"]
+    for seed in range(1, args.replay_seeds + 1):
+        cv = StratifiedKFold(args.folds, shuffle=True, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            grid = GridSearchCV(make_estimator(args), GSVM_PARAM_GRID, cv=cv, refit=False).fit(X, y)
+        surface = {(p["C"], p["gamma"]): float(v) for p, v in zip(grid.cv_results_["params"],
+                                                                   grid.cv_results_["mean_test_score"], strict=True)}
+        n_points, chosen = replay_pattern(surface, n_restarts=args.n_restarts, out_of_grid=args.out_of_grid,
+                                          restart_probe=args.restart_probe == "on")
+        cells = []
+        for point in (max(surface, key=surface.get), chosen):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = make_estimator(args).set_params(C=point[0], gamma=point[1]).fit(X, y)
+            test = float(np.mean(model.predict(X_test) == y_test))
+            cells.append(f"{point[0]:g}, {point[1]:g}, {100 * surface[point]:.2f}%, {100 * test:.2f}%")
+        lines.append(f"| {seed} | {cells[0]} | {n_points}, {cells[1]} |")
+    return "\n".join(lines)
+
+
 def make_estimator(args):
     if args.estimator == "svc":
         from sklearn.svm import SVC
@@ -124,6 +189,7 @@ def run_search(kind: str, estimator, X, y, X_test, y_test, cv, args) -> dict:
             return {"method": kind, "skipped": f"{type(estimator).__name__} has no warm_start parameter"}
         search = PatternSearchCV(estimator, GSVM_PARAM_GRID, cv=cv, n_jobs=args.n_jobs,
                                  n_restarts=args.n_restarts, warm_start=kind == "pattern-warm",
+                                 out_of_grid=args.out_of_grid, restart_probe=args.restart_probe == "on",
                                  verbose=args.verbose)
     start, start_cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
@@ -136,23 +202,28 @@ def run_search(kind: str, estimator, X, y, X_test, y_test, cv, args) -> dict:
         "C": search.best_params_["C"], "gamma": search.best_params_["gamma"], "cv": search.best_score_,
         "test": float(np.mean(search.best_estimator_.predict(X_test) == y_test)),
         "fit_time": float(np.sum(search.cv_results_["mean_fit_time"]) * search.n_splits_),
+        "warm_fits": int(getattr(search, "n_warm_fits_", 0)),
+        "surface": {(p["C"], p["gamma"]): float(v) for p, v in zip(search.cv_results_["params"],
+                                                                    search.cv_results_["mean_test_score"],
+                                                                    strict=True)},
     }
 
 
 def table(name: str, rows: list[dict], n_train: int, n_test: int, folds: int) -> str:
     grid = next((r for r in rows if r["method"] == "grid"), None)
     lines = [f"### {name}: {n_train} training rows (search + refit), {n_test} test rows, {folds}-fold CV", "",
-             "| method | points | fits | time (s) | CPU (s) | fits vs grid | time vs grid | C | gamma | CV acc "
-             "| test acc |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| method | points | fits | warm fits | time (s) | CPU (s) | fits vs grid | time vs grid | CPU vs grid "
+             "| C | gamma | CV acc | test acc |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['method']} | n/a ({r['skipped']}) | | | | | | | | | |")
+            lines.append(f"| {r['method']} | n/a ({r['skipped']}) | | | | | | | | | | | |")
             continue
-        ratios = (f"{grid['fits'] / r['fits']:.2f}x | {grid['time'] / r['time']:.2f}x" if grid else " | ")
+        ratios = (f"{grid['fits'] / r['fits']:.2f}x | {grid['time'] / r['time']:.2f}x | {grid['cpu'] / r['cpu']:.2f}x"
+                  if grid else " | | ")
         lines.append(
-            f"| {r['method']} | {r['points']} | {r['fits']} | {r['time']:.1f} | {r['cpu']:.1f} | {ratios} | "
-            f"{r['C']:g} | {r['gamma']:g} | {100 * r['cv']:.2f}% | {100 * r['test']:.2f}% |")
+            f"| {r['method']} | {r['points']} | {r['fits']} | {r['warm_fits']} | {r['time']:.1f} | {r['cpu']:.1f} "
+            f"| {ratios} | {r['C']:g} | {r['gamma']:g} | {100 * r['cv']:.2f}% | {100 * r['test']:.2f}% |")
     cold = [r for r in rows if r["method"] == "pattern-cold"]
     warm = [r for r in rows if r["method"] == "pattern-warm" and "skipped" not in r]
     for key, what in (("time", "wall time"), ("cpu", "CPU time of this process")):
@@ -173,6 +244,10 @@ def main(argv=None) -> int:
     parser.add_argument("--solver", default="coreset", help="CoreSVC solver")
     parser.add_argument("--methods", default="grid,pattern-cold,pattern-warm")
     parser.add_argument("--n-restarts", type=int, default=1)
+    parser.add_argument("--out-of-grid", choices=["clip", "skip"], default="clip")
+    parser.add_argument("--restart-probe", choices=["on", "off"], default="on")
+    parser.add_argument("--replay-seeds", type=int, default=0,
+                        help="also N grid searches on other fold assignments, the pattern replayed on each")
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--verbose", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
@@ -192,14 +267,20 @@ def main(argv=None) -> int:
         for kind in args.methods.split(","):
             row = run_search(kind, make_estimator(args), X, y, X_test, y_test, cv, args)
             rows.append(row)
-            print(name, row, flush=True)
+            print(name, {k: v for k, v in row.items() if k != "surface"}, flush=True)
         sections.append(table(name, rows, len(y), len(y_test), args.folds))
+        grid = next((r for r in rows if r["method"] == "grid"), None)
+        if grid is not None:
+            sections.append(replay_table(grid["surface"]))
+        if args.replay_seeds:
+            sections.append(fold_seed_table(args, X, y, X_test, y_test))
 
     command = "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv if argv is not None else sys.argv[1:])])
     header = (f"## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: `{command}`\n\n"
               + ("Estimator: a fake one whose score is the surface. " if args.synthetic else
                  f"Estimator: {args.estimator} (solver {args.solver}), gsvm's 8x8 grid, n_jobs={args.n_jobs}, "
-                 f"n_restarts={args.n_restarts}; ")
+                 f"n_restarts={args.n_restarts}, out_of_grid={args.out_of_grid}, restart_probe={args.restart_probe}; "
+                 f"commit {_commit()}; ")
               + f"{platform.node()}, Python {platform.python_version()}.\n")
     report = header + "\n" + "\n\n".join(sections) + "\n"
     print(report)

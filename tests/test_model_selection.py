@@ -183,6 +183,36 @@ def test_restarts_visit_unvisited_regions_and_find_the_corner_peak():
     assert len(restarted.cv_results_["params"]) < 64
 
 
+def test_restart_probe_costs_one_point_when_the_surface_falls_towards_the_restart():
+    X, y = toy_data()
+    surface = SurfaceEstimator(peak=(1.0, -2.0))
+    plain = PatternSearchCV(surface, cv=2, n_restarts=0, refit=False).fit(X, y)
+    probed = PatternSearchCV(surface, cv=2, n_restarts=1, refit=False).fit(X, y)  # probe on
+    walked = PatternSearchCV(surface, cv=2, n_restarts=1, restart_probe=False, refit=False).fit(X, y)
+    assert probed.search_path_[-1]["action"] == "probed" and probed.search_path_[-1]["run"] == 1
+    assert len(probed.cv_results_["params"]) == len(plain.cv_results_["params"]) + 1
+    assert len(walked.cv_results_["params"]) > len(probed.cv_results_["params"])
+    assert probed.best_params_ == walked.best_params_ == plain.best_params_
+
+
+def test_restart_probe_still_finds_the_corner_peak_with_one_restart():
+    X, y = toy_data()
+    search = PatternSearchCV(SurfaceEstimator(surface="bimodal"), cv=2, n_restarts=1, refit=False).fit(X, y)
+    assert search.best_params_ == {"C": 4.0**5, "gamma": 4.0**2}
+    assert not any(step["action"] == "probed" for step in search.search_path_)
+
+
+def test_out_of_grid_points_are_clipped_or_skipped():
+    assert _cross_pattern((1, 6), 4, (8, 8), "skip") == [(1, 6), (5, 6), (1, 2)]
+    assert _cross_pattern((1, 6), 4, (8, 8), "clip") == [(1, 6), (0, 6), (5, 6), (1, 2), (1, 7)]
+    X, y = toy_data()
+    for edges in ("clip", "skip"):
+        search = PatternSearchCV(SurfaceEstimator(), cv=2, out_of_grid=edges, refit=False).fit(X, y)
+        assert search.best_params_ == {"C": 16.0, "gamma": 0.25}  # the peak (2, -1) in log4
+    with pytest.raises(ValueError, match="out_of_grid"):
+        PatternSearchCV(SurfaceEstimator(), out_of_grid="wrap").fit(X, y)
+
+
 def test_cache_prevents_re_evaluation():
     X, y = toy_data()
     FIT_LOG.clear()
@@ -279,8 +309,61 @@ def test_warm_start_with_coresvc():
     warm = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=True,
                            scoring=accuracy_noting_warm_starts).fit(X, y)
     assert warm.warm_start_
-    assert any(warm_flags) and not all(warm_flags)  # the first fit of each (fold, gamma) is cold
+    # across gamma and across folds too: only the search's very first fit is cold
+    assert warm_flags.count(False) == 1 and len(warm_flags) == warm.n_fits_ == cold.n_fits_
+    assert warm.n_warm_fits_ == warm.n_fits_ - 1 and cold.n_warm_fits_ == 0
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.03)
+    assert warm.best_estimator_.warm_started_  # the refit started from a fold's model ...
+    assert warm.best_estimator_.warm_start is False  # ... and keeps the user's setting
+
+
+def _dual_objective(model, X, y):
+    """rho = a'Qa of the fitted binary CoreSVC (its solver's squared norm)."""
+    return model.solver_info_[0]["rho"]
+
+
+@pytest.mark.parametrize("start", ["other fold", "other gamma", "other fold and gamma"])
+def test_coresvc_warm_start_from_another_fold_or_gamma_reaches_the_cold_optimum(start):
+    from coresvm import CoreSVC
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(int)
+    fold_a, fold_b = np.arange(0, 300), np.arange(100, 400)  # share rows 100..299
+    C, gamma = 16.0, 1.0
+    other_gamma = gamma * 4 if "gamma" in start else gamma
+    first_rows = fold_a if "fold" in start else fold_b
+    previous = CoreSVC(C=C, gamma=other_gamma, tol=1e-4, warm_start=True, random_state=0)
+    previous.fit(X[first_rows], y[first_rows])
+    if "fold" in start:
+        new_row_of = np.full(len(y), -1)
+        new_row_of[fold_b] = np.arange(len(fold_b))
+        previous = previous._moved_to_rows(new_row_of[fold_a])
+        assert np.all(np.isin(previous.support_, np.arange(200)))  # only the shared rows are kept
+    warm = previous.set_params(gamma=gamma).fit(X[fold_b], y[fold_b])
+    cold = CoreSVC(C=C, gamma=gamma, tol=1e-4, random_state=0).fit(X[fold_b], y[fold_b])
+    assert warm.warm_started_ and not cold.warm_started_
+    # the same optimum: the objective within the tolerance, the same decisions on the data
+    assert _dual_objective(warm, X, y) == pytest.approx(_dual_objective(cold, X, y), rel=1e-3)
+    grid = rng.uniform(-2, 2, size=(500, 2))
+    np.testing.assert_allclose(warm.decision_function(grid), cold.decision_function(grid), atol=0.05)
+    assert np.mean(warm.predict(grid) == cold.predict(grid)) > 0.99
+
+
+def test_moved_to_rows_drops_rows_that_are_gone():
+    from coresvm import CoreSVC
+
+    X, y = load_iris(return_X_y=True)
+    model = CoreSVC(C=4.0, warm_start=True, random_state=0).fit(X, y)
+    keep = np.arange(0, len(y), 2)
+    new_row_of = np.full(len(y), -1)
+    new_row_of[keep] = np.arange(len(keep))
+    moved = model._moved_to_rows(new_row_of)
+    assert moved is not model and model.support_.max() >= len(keep)  # the original is untouched
+    np.testing.assert_array_equal(moved.support_vectors_, X[keep][moved.support_])
+    assert len(moved._warm_rows) == moved._warm_offsets[-1] and np.all(moved._warm_rows < len(keep))
+    moved.fit(X[keep], y[keep])
+    assert moved.warm_started_
 
 
 # ---------------------------------------------------------------------- parallel, progress

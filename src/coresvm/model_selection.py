@@ -11,7 +11,9 @@ estimator. ``nested_cross_validate`` is the thesis's double cross-validation (Se
 Warm starts: when the estimator has a ``warm_start`` parameter and the grid has a ``C`` axis,
 the fits that share a fold and every other parameter (gamma) run in order of increasing C on
 one estimator with ``warm_start=True``, and the last fitted model of each (fold, gamma) is
-kept to start the next batch of that group (gsvm reuses support vectors the same way).
+kept to start the next batch of that group. coresvm's estimators also start across gamma and
+across folds (gsvm's support-vector reuse: fold k+1 starts from fold k's solution restricted
+to the rows both train on), so only the search's first fit is cold.
 
 Parallelism goes through joblib (``n_jobs``), so ``joblib.parallel_config(backend="dask")``
 runs the same search on a Dask cluster. When fits run in parallel, each fit's Numba and BLAS
@@ -20,6 +22,7 @@ threads are limited to ``cores // parallel jobs`` so that the machine is not ove
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import os
@@ -40,7 +43,7 @@ from sklearn.model_selection._validation import (
     _warn_or_raise_about_fit_failures,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_method_params, indexable
+from sklearn.utils.validation import _check_method_params, _num_samples, indexable
 from threadpoolctl import ThreadpoolController
 
 __all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
@@ -62,7 +65,11 @@ class PatternSearchCV(BaseSearchCV):
     stop when the step reaches 0. Then restart, up to ``n_restarts`` times, at the point of
     largest uncertainty ``U`` = Manhattan index distance to the nearest evaluated point (ties:
     the first such point in grid order), with step ``min(U, initial step)``, so that its first
-    pattern reaches back to the explored region (those points cost nothing: cached). A restart
+    pattern reaches back to the explored region (those points cost nothing: cached). With
+    ``restart_probe`` (our rule, not the thesis's) the restart point is evaluated alone first, and
+    the restart ends there when it scores no better than the nearest point evaluated before:
+    the surface does not rise towards the unexplored region (one fit per fold instead of a
+    pattern of up to five points). A restart also
     ends when a point an earlier walk evaluated, within the current step of the restart's best
     point, scores at least as well: the restart is climbing ground already searched (our rule,
     not the thesis's). Every evaluated
@@ -70,7 +77,7 @@ class PatternSearchCV(BaseSearchCV):
     best point is the best of all evaluated points, as in ``GridSearchCV``.
 
     Choices the thesis leaves open (marked [UNSURE] in the notes): a pattern point outside the
-    grid is clipped to the grid's edge; the centre wins ties (a move needs a strictly better
+    grid is clipped to the grid's edge (``out_of_grid``); the centre wins ties (a move needs a strictly better
     score); restarts stop early once every grid point is within index distance 1 of an
     evaluated one.
 
@@ -108,7 +115,21 @@ class PatternSearchCV(BaseSearchCV):
     warm_start : "auto" or bool, default="auto"
         ``"auto"``: warm-started fits when the estimator has a ``warm_start`` parameter and the
         grid has a ``C`` axis (``"C"`` or ``"<step>__C"`` with ``"<step>__warm_start"`` in a
-        pipeline); ``True`` requires that; ``False`` fits every point from scratch.
+        pipeline); ``True`` requires that; ``False`` fits every point from scratch. Fits of
+        one fold that share every parameter but C run in increasing C on one estimator. For
+        coresvm's estimators (``CoreSVC``) every other fit starts warm too: from the nearest
+        fitted model of the same fold (another gamma), or from another fold's model restricted
+        to the rows both folds train on (gsvm's support-vector reuse), and the refit starts from
+        a fold's model; only the search's first fit is cold. Their dual is a point of the
+        simplex, so any such start is feasible and the fit reaches the same optimum (within
+        ``tol``).
+    out_of_grid : {"clip", "skip"}, default="clip"
+        A pattern point off the grid is moved to the grid's edge, or left out. Over the score
+        surfaces of ``benchmarks/search_benchmark.py`` "skip" saves 2-3 points per walk but
+        makes restarts costlier and missed the bimodal test surface's second peak.
+    restart_probe : bool, default=True
+        Evaluate a restart point alone first and end the restart there when it scores no
+        better than the nearest point evaluated before (see above).
 
     Attributes
     ----------
@@ -120,13 +141,15 @@ class PatternSearchCV(BaseSearchCV):
     search_path_ : list of dict
         One entry per pattern step: ``run`` (0 = first walk, then restarts), ``center`` (params),
         ``step`` (index step), ``new`` (params evaluated in this step), ``action``
-        (``"move"``, ``"shrink"``, or ``"joined"`` when a restart reaches an earlier walk's ground
-        and ends).
+        (``"move"``, ``"shrink"``, ``"joined"`` when a restart reaches an earlier walk's ground
+        and ends, or ``"probed"`` when a restart ends at its probe).
     restarts_ : list of dict
         Per restart: ``start`` (params), ``uncertainty`` (index distance to the nearest point
         evaluated before) and ``step``.
     n_fits_ : int
         Fits done by the search (points evaluated x folds), without the refit.
+    n_warm_fits_ : int
+        How many of them the estimator reports as warm-started (its ``warm_started_``).
     warm_start_ : bool
         Whether the search used warm-started fits.
 
@@ -143,6 +166,8 @@ class PatternSearchCV(BaseSearchCV):
         "param_grid": [dict, None],
         "n_restarts": [Interval(numbers.Integral, 0, None, closed="left")],
         "warm_start": [StrOptions({"auto"}), "boolean"],
+        "out_of_grid": [StrOptions({"clip", "skip"})],
+        "restart_probe": ["boolean"],
     }
 
     def __init__(
@@ -160,6 +185,8 @@ class PatternSearchCV(BaseSearchCV):
         return_train_score: bool = False,
         n_restarts: int = 1,
         warm_start: str | bool = "auto",
+        out_of_grid: str = "clip",
+        restart_probe: bool = True,
     ):
         super().__init__(
             estimator=estimator,
@@ -175,6 +202,8 @@ class PatternSearchCV(BaseSearchCV):
         self.param_grid = param_grid
         self.n_restarts = n_restarts
         self.warm_start = warm_start
+        self.out_of_grid = out_of_grid
+        self.restart_probe = restart_probe
 
     # ------------------------------------------------------------------ grid
     def _grid_axes(self) -> list[tuple[str, list]]:
@@ -260,7 +289,7 @@ class PatternSearchCV(BaseSearchCV):
                 search=self, X=X, y=y, splits=splits, base_estimator=base_estimator, warm_keys=warm_keys,
                 parallel=parallel, thread_limit=_inner_thread_limit(self.n_jobs),
                 fit_and_score_kwargs=fit_and_score_kwargs,
-                progress=_Progress(type(self).__name__, max_fits, self.verbose),
+                progress=_Progress(type(self).__name__, max_fits, self.verbose), axes=axes,
             )
             self._axes = axes
             try:
@@ -269,6 +298,7 @@ class PatternSearchCV(BaseSearchCV):
                 del self._axes
         results = evaluator.results
         self.n_fits_ = evaluator.n_fits
+        self.n_warm_fits_ = evaluator.n_warm_fits
         first_test_score = evaluator.all_out[0]["test_scores"]
         self.multimetric_ = isinstance(first_test_score, dict)
         if callable(self.scoring) and self.multimetric_:
@@ -282,12 +312,14 @@ class PatternSearchCV(BaseSearchCV):
             self.best_params_ = results["params"][self.best_index_]
 
         if self.refit:
-            self.best_estimator_ = clone(base_estimator).set_params(**clone(self.best_params_, safe=False))
             refit_start = time.time()
+            self.best_estimator_ = evaluator.refit_estimator(clone(self.best_params_, safe=False))
             if y is not None:
                 self.best_estimator_.fit(X, y, **routed_params.estimator.fit)
             else:
                 self.best_estimator_.fit(X, **routed_params.estimator.fit)
+            if warm_keys is not None:  # the refitted model keeps the user's setting
+                self.best_estimator_.set_params(**{warm_keys[1]: base_estimator.get_params()[warm_keys[1]]})
             self.refit_time_ = time.time() - refit_start
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
@@ -318,8 +350,17 @@ class PatternSearchCV(BaseSearchCV):
 
         def walk(run, center, step):
             explored = set(scores)  # points of earlier walks
+            if run > 0 and self.restart_probe:
+                evaluate([center])
+                nearest = min(_distance(q, center) for q in explored)
+                if any(scores[q] >= scores[center] for q in explored if _distance(q, center) == nearest):
+                    # The restart point scores no better than the explored ground nearest to it:
+                    # the surface does not rise towards the unexplored region; no walk (our rule).
+                    self.search_path_.append({"run": run, "center": params_at(center), "step": step,
+                                              "new": [params_at(center)], "action": "probed"})
+                    return
             while step > 0:
-                pattern = _cross_pattern(center, step, shape)
+                pattern = _cross_pattern(center, step, shape, self.out_of_grid)
                 new = evaluate(pattern)
                 best = center
                 for point in pattern:  # the centre wins ties: a move needs a strictly better score
@@ -363,13 +404,19 @@ def _distance(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return sum(abs(i - j) for i, j in zip(a, b, strict=True))
 
 
-def _cross_pattern(center: tuple[int, ...], step: int, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """The centre, then one step down and up along each axis, clipped to the grid (deduplicated)."""
+def _cross_pattern(center: tuple[int, ...], step: int, shape: tuple[int, ...],
+                   out_of_grid: str = "clip") -> list[tuple[int, ...]]:
+    """The centre, then one step down and up along each axis (deduplicated); a point off the grid
+    is moved to the grid's edge (``"clip"``) or left out (``"skip"``)."""
     points = [center]
     for axis, n in enumerate(shape):
         for direction in (-1, 1):
             point = list(center)
-            point[axis] = min(max(center[axis] + direction * step, 0), n - 1)
+            point[axis] = center[axis] + direction * step
+            if not 0 <= point[axis] < n:
+                if out_of_grid == "skip":
+                    continue
+                point[axis] = min(max(point[axis], 0), n - 1)
             points.append(tuple(point))
     return list(dict.fromkeys(points))
 
@@ -427,9 +474,10 @@ def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress
     """Fit and score one estimator on one split for each parameter set, in order.
 
     With ``estimator.warm_start=True`` each fit starts from the previous one. A failed fit is
-    not used as a start: the next fit starts from a fresh clone. Returns (outputs, estimator).
+    not used as a start: the next fit starts from a fresh clone. Returns (outputs, estimator,
+    number of fits that the estimator reports as warm-started).
     """
-    outputs = []
+    outputs, n_warm = [], 0
     with _limited_threads(thread_limit):
         for parameters in parameter_list:
             out = _fit_and_score(estimator, X, y, train=train, test=test, parameters=parameters,
@@ -437,7 +485,19 @@ def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress
             outputs.append(out)
             if out["fit_error"] is not None:
                 estimator = clone(estimator)
-    return outputs, estimator
+            else:
+                n_warm += bool(getattr(estimator, "warm_started_", False))
+    return outputs, estimator, n_warm
+
+
+def _movable(estimator) -> bool:
+    """Whether a fitted model can start a fit on other rows and other kernel parameters.
+
+    coresvm's estimators can (``_moved_to_rows``): their dual is a point of the simplex, a
+    feasible start for any C, gamma and training rows. Other estimators' warm starts are only
+    trusted along C on the same rows.
+    """
+    return callable(getattr(estimator, "_moved_to_rows", None))
 
 
 class _CandidateEvaluator:
@@ -445,21 +505,34 @@ class _CandidateEvaluator:
     on the fixed splits and returns all results so far, formatted as ``cv_results_``.
 
     Cold: one job per (point, split), on a fresh clone. Warm: one job per (split, all parameters
-    but C), fitting its C values in increasing order on one estimator with warm_start=True that
-    continues from the model this group fitted last (kept in ``self.warm_models``).
+    but C), fitting its C values in increasing order on one estimator with warm_start=True.
+    Its first fit continues from, in this order of preference:
+
+    1. the model this (split, group) fitted last (same rows, same gamma: only C changes);
+    2. for coresvm's estimators, the model of the same split nearest in grid index distance
+       (another gamma: the old dual is a feasible start and its support set is close);
+    3. for coresvm's estimators, the nearest model of another split, restricted to the rows
+       both splits train on (gsvm's support-vector reuse across folds). To make this possible
+       the very first fit of a search (centre point, split 0) runs alone, before the others.
+
+    Otherwise it starts cold. One model per (split, group) is kept (``self.warm_models``).
     """
 
     def __init__(self, search, X, y, splits, base_estimator, warm_keys, parallel, thread_limit,
-                 fit_and_score_kwargs, progress):
+                 fit_and_score_kwargs, progress, axes=None):
         self.search, self.X, self.y, self.splits = search, X, y, splits
         self.base_estimator, self.warm_keys = base_estimator, warm_keys
         self.parallel, self.thread_limit, self.kwargs = parallel, thread_limit, fit_and_score_kwargs
         self.progress = progress
+        self.axes = axes or []
+        self.transfer = warm_keys is not None and _movable(base_estimator)
         self.all_params: list[dict] = []
         self.all_out: list[dict] = []
-        self.warm_models: dict = {}
+        self.warm_models: dict = {}  # (split, group key) -> (params of its last fit, model)
         self.results: dict = {}
         self.n_fits = 0
+        self.n_warm_fits = 0
+        self._row_positions: dict[int, np.ndarray] = {}
 
     def _jobs(self, candidates):
         """(output positions, split index, group key, parameter list) per job."""
@@ -470,8 +543,7 @@ class _CandidateEvaluator:
         c_axis, _ = self.warm_keys
         groups: dict[str, list[int]] = {}
         for c, params in enumerate(candidates):
-            key = repr(sorted((k, v) for k, v in params.items() if k != c_axis))
-            groups.setdefault(key, []).append(c)
+            groups.setdefault(self._group_key(params), []).append(c)
         jobs = []
         for s in range(n_splits):
             for key, members in groups.items():
@@ -479,32 +551,87 @@ class _CandidateEvaluator:
                 jobs.append(([c * n_splits + s for c in members], s, key, [candidates[c] for c in members]))
         return jobs
 
-    def _start_estimator(self, split, key):
+    def _group_key(self, params) -> str:
+        return repr(sorted((k, v) for k, v in params.items() if k != self.warm_keys[0]))
+
+    def _grid_distance(self, a: dict, b: dict) -> tuple[int, int]:
+        """(index distance on the non-C axes, on the C axis) between two points of the grid."""
+        other, along_c = 0, 0
+        for name, values in self.axes:
+            if name in a and name in b and a[name] != b[name]:
+                step = abs(_index_of(values, a[name]) - _index_of(values, b[name]))
+                if name == self.warm_keys[0]:
+                    along_c += step
+                else:
+                    other += step
+        return other, along_c
+
+    def _rows_of_split(self, split: int) -> np.ndarray:
+        """positions[i] = row of split's training set holding data row i, or -1."""
+        if split not in self._row_positions:
+            train = self.splits[split][0]
+            positions = np.full(_num_samples(self.X), -1, dtype=np.int64)
+            positions[train] = np.arange(len(train))
+            self._row_positions[split] = positions
+        return self._row_positions[split]
+
+    def _start_estimator(self, split, key, first_params):
         if key is None:
             return clone(self.base_estimator)
-        model = self.warm_models.get((split, key))
-        if model is None:
-            model = clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
-        return model
+        if (split, key) in self.warm_models:
+            return self.warm_models[(split, key)][1]
+        if self.transfer and self.warm_models:
+            def preference(item):
+                (other_split, _), (params, _) = item
+                other, along_c = self._grid_distance(params, first_params)
+                return (other_split != split, other + along_c, other)
+
+            (other_split, _), (_, model) = min(self.warm_models.items(), key=preference)
+            if other_split == split:
+                return copy.deepcopy(model)
+            return model._moved_to_rows(self._rows_of_split(split)[self.splits[other_split][0]])
+        return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
+
+    def refit_estimator(self, best_params: dict):
+        """The estimator to refit on all rows: for coresvm's estimators, warm-started from the fold
+        model nearest to ``best_params`` (every row a fold trained on is a row of the whole set)."""
+        if not (self.transfer and self.warm_models):
+            return clone(self.base_estimator).set_params(**best_params)
+        (split, _), (_, model) = min(self.warm_models.items(),
+                                     key=lambda item: (sum(self._grid_distance(item[1][0], best_params)), item[0][0]))
+        return model._moved_to_rows(np.asarray(self.splits[split][0])).set_params(**best_params)
+
+    def _run(self, jobs, out):
+        kwargs = {**self.kwargs, "return_estimator": False}
+        n_splits = len(self.splits)
+        starts = [self._start_estimator(split, key, parameter_list[0]) for _, split, key, parameter_list in jobs]
+        tasks = (
+            delayed(_fit_candidates)(start, self.X, self.y, *self.splits[split], parameter_list,
+                                     (split, n_splits), self.thread_limit, kwargs)
+            for start, (_, split, key, parameter_list) in zip(starts, jobs, strict=True)
+        )
+        for (positions, split, key, parameter_list), (outputs, model, n_warm) in zip(jobs, self.parallel(tasks),
+                                                                                    strict=True):
+            for position, output in zip(positions, outputs, strict=True):
+                out[position] = output
+            if key is not None:
+                self.warm_models[(split, key)] = (parameter_list[-1], model)
+            self.n_fits += len(outputs)
+            self.n_warm_fits += n_warm
+            self.progress.job_done(self.n_fits, len(self.all_params) + len(out) // n_splits)
 
     def __call__(self, candidate_params) -> dict:
         candidates = list(candidate_params)
         n_splits = len(self.splits)
         out: list[dict | None] = [None] * (len(candidates) * n_splits)
         jobs = self._jobs(candidates)
-        kwargs = {**self.kwargs, "return_estimator": False}
-        tasks = (
-            delayed(_fit_candidates)(self._start_estimator(split, key), self.X, self.y, *self.splits[split],
-                                     parameter_list, (split, n_splits), self.thread_limit, kwargs)
-            for _, split, key, parameter_list in jobs
-        )
-        for (positions, split, key, _), (outputs, model) in zip(jobs, self.parallel(tasks), strict=True):
-            for position, output in zip(positions, outputs, strict=True):
-                out[position] = output
-            if key is not None:
-                self.warm_models[(split, key)] = model
-            self.n_fits += len(outputs)
-            self.progress.job_done(self.n_fits, len(self.all_params) + len(candidates))
+        if self.transfer and not self.warm_models and jobs:
+            # The search's first fit runs alone, so that every other job can start from it.
+            positions, split, key, parameter_list = jobs[0]
+            self._run([(positions[:1], split, key, parameter_list[:1])], out)
+            jobs[0] = (positions[1:], split, key, parameter_list[1:])
+            jobs = [job for job in jobs if job[3]]
+        self._run(jobs, out)
 
         _warn_or_raise_about_fit_failures(out, self.search.error_score)
         if callable(self.search.scoring):
@@ -514,6 +641,13 @@ class _CandidateEvaluator:
         self.results = self.search._format_results(self.all_params, n_splits, self.all_out)
         self.progress.batch_done(self.n_fits, self.results, self.search._climb_key(self.results))
         return self.results
+
+
+def _index_of(values: list, value) -> int:
+    for i, v in enumerate(values):
+        if v is value or v == value:
+            return i
+    raise ValueError(f"{value!r} is not on the grid axis {values!r}")
 
 
 class _Progress:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 import warnings
@@ -265,9 +266,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         weights or the data changed, provided the rows of the old support
         vectors are still there: the previous ``support_`` indices must be
         rows of the new ``X`` holding the same vectors with the same classes
-        (append new rows at the end), and the classes, kernel and
-        ``multiclass`` must be unchanged.  Otherwise the fit silently starts
-        cold.  ``warm_started_`` tells which happened.
+        (append new rows at the end), and the classes and ``multiclass``
+        must be unchanged.  Otherwise the fit silently starts cold.
+        ``warm_started_`` tells which happened.  The kernel (gamma) may
+        change: the old weights are a feasible point of the new problem
+        (PatternSearchCV starts fits at a new gamma from the nearest one).
     callback : callable or None, default=None
         ``callback(info) -> bool`` called during training with a dict:
         ``problem`` (index of the sub-problem), ``label`` (its pair ``(a, b)``
@@ -758,6 +761,29 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             return None
         bounds = self._warm_offsets
         return [(self._warm_rows[a:b], self._warm_alpha[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def _moved_to_rows(self, new_row_of: np.ndarray) -> CoreSVC:
+        """A shallow copy whose kept solution refers to another training set's rows.
+
+        ``new_row_of[i]`` is the row of the next ``X`` holding this fit's training row ``i``, or
+        -1 when it is gone (gsvm's support-vector reuse across cross-validation folds: fold k+1
+        starts from fold k's solution restricted to the rows both folds train on).  Dropping
+        weights keeps the point on the simplex after rescaling to sum 1, which the solvers do
+        (seed 004's problem has no box constraint, so that rescaling is the whole projection).
+        """
+        moved = copy.copy(self)
+        if not hasattr(self, "_warm_rows"):
+            return moved
+        new_row_of = np.asarray(new_row_of, dtype=np.int64)
+        kept_sv = new_row_of[self.support_] >= 0
+        moved.support_ = new_row_of[self.support_][kept_sv]
+        moved.support_vectors_ = self.support_vectors_[np.flatnonzero(kept_sv)]
+        moved._warm_support_classes = self._warm_support_classes[kept_sv]
+        rows = new_row_of[self._warm_rows]
+        kept = rows >= 0
+        moved._warm_rows, moved._warm_alpha = rows[kept], self._warm_alpha[kept]
+        moved._warm_offsets = np.concatenate([[0], np.cumsum(kept)])[self._warm_offsets].astype(np.int64)
+        return moved
 
     # ---------------------------------------------------------- probabilities
     def _fit_probability(self, X, y, y_index, sample_weight, keep, problems, rng) -> None:

@@ -321,6 +321,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     total_steps, rounds, quiet_rounds, n_new = 0, 0, 0, len(init_idx)
     status, gap, scale, n2 = STATUS_MAX_ITER, np.inf, 1.0, 0.0
     n_candidates = min(options.n_candidates, m)
+    whole_sample = n_candidates == m and not options.stratified  # every round scores every point
     sweep, sweep_pos = rng.permutation(m), 0
     outer_rel_gap = np.inf
     finishing = core_set_full = False
@@ -370,12 +371,15 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             print_progress(total_steps, gap, gap / scale, int(np.sum(alpha > 0)), elapsed)
             last_report = elapsed
         # Stop after two consecutive quiet samples, each scored against a core set
-        # solved to the final inner tolerance (an inexact solve proves nothing).
+        # solved to the final inner tolerance (an inexact solve proves nothing).  When
+        # the sample is every point outside the core set (m <= n_candidates, uniform
+        # sweep), one quiet round is the full optimality check: a second would score
+        # the same points against the same solution.
         if len(violating) == 0:
             finishing = True
             if inner_gap <= 0.5 * options.tol:
                 quiet_rounds += 1
-                if quiet_rounds >= 2:
+                if quiet_rounds >= (1 if whole_sample else 2):
                     status = STATUS_CONVERGED
                     break
         else:
