@@ -14,9 +14,11 @@ time over the grid divided by total AESVC time *including* every DeriveRS); OCS 
 ratio).  Results go to ``benchmarks/results/aesvm.md`` (also printed).
 
 Data: ``ijcnn1``, ``a9a``, ``w8a`` (LIBSVM files with their test files), ``kdd99`` (KDD Cup
-1999 10% file, duplicates removed as in the paper, normal vs attack; categorical columns
-one-hot, ``log1p`` of non-negative counts, min-max scaled on the training part; a seeded 75/25
-train/test split), and ``checkerboard`` (``--checkerboard-size`` points, default 1,000,000; a
+1999 10% file, duplicates removed as in the paper, normal vs attack; by default the paper's 41
+columns with the 3 categorical ones as integer codes, every column min-max scaled to [0, 1] on
+the training part -- ``--kdd-encoding onehot`` / ``--kdd-log`` for one-hot categories and
+``log1p`` counts, which make the representative set larger, see ``aesvm_rs_study.py``; a seeded
+75/25 train/test split), and ``checkerboard`` (``--checkerboard-size`` points, default 1,000,000; a
 fresh 100,000-point test set).  Files are read from ``../shared/datasets`` or
 ``$CORESVM_DATASETS``.
 
@@ -121,8 +123,17 @@ def load_libsvm(path: Path, n_features: int, sparse: bool):
     return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape), y
 
 
-def load_kdd99(seed: int) -> Dataset:
-    """KDD'99 10%: distinct records (as the paper's D1), normal (-1) vs attack (+1), 75/25 split."""
+KDD99_ENCODINGS = ("onehot", "codes")  # categorical columns: one-hot (118 features) or integer codes (41)
+
+
+def load_kdd99(seed: int, encoding: str = "codes", log_counts: bool = False) -> Dataset:
+    """KDD'99 10%: distinct records (as the paper's D1), normal (-1) vs attack (+1), 75/25 split.
+
+    ``encoding='onehot'`` expands protocol/service/flag into indicator columns (118 features);
+    ``'codes'`` keeps the paper's 41 columns with each category replaced by its (sorted) index.
+    ``log_counts`` puts the heavy-tailed non-negative counts (bytes, durations) on a ``log1p``
+    scale.  Then every column is min-max scaled to [0, 1] on the training part (test clipped).
+    """
     with gzip.open(datasets_dir() / "kddcup.data_10_percent.gz", "rt") as handle:
         lines = list(dict.fromkeys(line.strip() for line in handle if line.strip()))
     fields = [line.split(",") for line in lines]
@@ -133,20 +144,23 @@ def load_kdd99(seed: int) -> Dataset:
     for j, column in enumerate(columns):
         if j in categorical:
             values, codes = np.unique(np.array(column), return_inverse=True)
-            parts.append(np.eye(len(values))[codes])
+            parts.append(np.eye(len(values))[codes] if encoding == "onehot" else codes[:, None].astype(np.float64))
         else:
             parts.append(np.asarray(column, dtype=np.float64)[:, None])
     X = np.hstack(parts)
     perm = np.random.RandomState(seed).permutation(len(y))
     n_train = int(0.75 * len(y))
     train, test = np.sort(perm[:n_train]), np.sort(perm[n_train:])
-    # heavy-tailed counts (bytes, durations) on a log scale, then min-max from the training part
-    heavy = (X.min(axis=0) >= 0) & (X.max(axis=0) > 1.0)
-    X[:, heavy] = np.log1p(X[:, heavy])
+    if log_counts:
+        heavy = (X.min(axis=0) >= 0) & (X.max(axis=0) > 1.0)
+        if encoding == "codes":
+            heavy[list(categorical)] = False
+        X[:, heavy] = np.log1p(X[:, heavy])
     low, high = X[train].min(axis=0), X[train].max(axis=0)
     scale = np.where(high > low, high - low, 1.0)
     X = np.clip((X - low) / scale, 0.0, 1.0)
-    note = f"{len(y)} distinct records of 494,021; {X.shape[1]} features after one-hot"
+    note = (f"{len(y)} distinct records of 494,021; {X.shape[1]} features ({encoding} categories"
+            f"{', log1p of counts' if log_counts else ''}, min-max to [0, 1])")
     return Dataset("kdd99", X[train], y[train], X[test], y[test], note)
 
 
@@ -158,7 +172,7 @@ def load_dataset(name: str, opts: argparse.Namespace) -> Dataset:
         X_test, y_test = make_checkerboard(CHECKERBOARD_TEST, random_state=opts.seed + 1)
         return Dataset(name, X, y, X_test, y_test, "4x4 board on [0, 4)^2")
     if name == "kdd99":
-        return load_kdd99(opts.seed)
+        return load_kdd99(opts.seed, opts.kdd_encoding, opts.kdd_log)
     train_file, test_file, n_features, sparse = LIBSVM_FILES[name]
     X, y = load_libsvm(datasets_dir() / train_file, n_features, sparse)
     X_test, y_test = load_libsvm(datasets_dir() / test_file, n_features, sparse)
@@ -341,6 +355,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--svc-max-rows", type=int, default=None, help="train the SVC reference on a random subset only")
     add("--no-svc", action="store_true", help="skip the SVC reference (no speedups/RMSE)")
     add("--n-jobs", type=int, default=1, help="DeriveRS threads (AESVC n_jobs)")
+    add("--kdd-encoding", choices=KDD99_ENCODINGS, default="codes",
+        help="kdd99 categorical columns: integer codes (41 features, as the paper's D1) or one-hot (118)")
+    add("--kdd-log", action="store_true", help="kdd99: log1p of the count columns before min-max")
     add("--seed", type=int, default=0)
     add("--output", type=Path, default=DEFAULT_RESULTS)
     opts = parser.parse_args(argv)
