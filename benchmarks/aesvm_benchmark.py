@@ -218,7 +218,7 @@ def warm_up() -> None:
     clear_representative_set_cache()
 
 
-def run_dataset(data: Dataset, opts: argparse.Namespace) -> list[GammaRecord]:
+def run_dataset(data: Dataset, opts: argparse.Namespace, on_gamma=None) -> list[GammaRecord]:
     from coresvm import AESVC
     from coresvm.aesvc import clear_representative_set_cache
 
@@ -252,6 +252,8 @@ def run_dataset(data: Dataset, opts: argparse.Namespace) -> list[GammaRecord]:
                 f"(M/N {record.fraction:.3f}), AESVC-SVM {point.ae_time:.2f} s acc {point.ae_acc:.4f}; "
                 f"SVC {point.svc_time:.2f} s acc {point.svc_acc:.4f}")
         records.append(record)
+        if on_gamma is not None:
+            on_gamma(records)  # a run cut short keeps the gammas it finished
     return records
 
 
@@ -376,10 +378,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in opts.datasets:
         log(f"loading {name}")
         data = take_rows(load_dataset(name, opts), opts.max_train_rows, opts.seed)
-        results[name] = (data, run_dataset(data, opts))
-        text = report(results, opts)  # rewritten after every dataset: a partial run keeps its tables
-        opts.output.parent.mkdir(parents=True, exist_ok=True)
-        opts.output.write_text(text)
+
+        def write(records, name=name, data=data):
+            results[name] = (data, records)
+            text = report(results, opts)  # rewritten after every gamma: a partial run keeps its tables
+            opts.output.parent.mkdir(parents=True, exist_ok=True)
+            opts.output.write_text(text)
+            return text
+
+        text = write(run_dataset(data, opts, on_gamma=lambda records: write(list(records))))
     print(text)
     return 0
 
