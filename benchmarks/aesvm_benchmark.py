@@ -287,7 +287,7 @@ def report(results: dict, opts: argparse.Namespace) -> str:
         "",
         f"Command: `{' '.join([Path(sys.argv[0]).name] + sys.argv[1:])}`",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"scikit-learn {sklearn.__version__}; commit {git_revision()}.",
+        f"scikit-learn {sklearn.__version__}; commit {opts.revision} (at the start of the run).",
         f"AESVC: epsilon={opts.epsilon:g}, P={opts.P}, V={opts.V}, segmentation={opts.segmentation}, "
         f"n_jobs={opts.n_jobs}; "
         f"SVC cache_size={opts.cache_size:g} MB for both.",
@@ -372,6 +372,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
+    opts.revision = git_revision()
     sys.path.insert(0, str(REPO_ROOT / "src"))
     warm_up()
     results = {}
