@@ -26,11 +26,18 @@ Grids (``--grid``): ``small`` (default) is 3 gammas x 3 Cs around each dataset's
 values; ``paper`` is the paper's 84 points, ``C = 2^-4..2^7`` x ``gamma = 2^-4..2^2`` (far too
 long for SVC on the larger sets).  ``--gammas`` / ``--Cs`` override either.
 
-The full run (SVC on the whole 1M checkerboard takes hours per grid point; restrict it with
-``--svc-max-rows`` if needed -- the table then says so)::
+The recorded runs (results/aesvm_*.md; about 10-15 min each on a loaded 2-core machine, about a
+third of that on a quiet one; SVC on the whole 1M checkerboard would take hours per grid point, so
+1M runs AESVC alone with ``--no-svc``)::
 
-    NUMBA_CACHE_DIR=/tmp/numba_aesvm python benchmarks/aesvm_benchmark.py \\
-        --datasets ijcnn1,a9a,w8a,kdd99,checkerboard
+    NUMBA_CACHE_DIR=/tmp/numba_aesvm python benchmarks/aesvm_benchmark.py --datasets kdd99 \
+        --gammas 4,1 --Cs 1,4,16,64 --output benchmarks/results/aesvm_kdd99.md
+    python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 100000 \
+        --gammas 4,1 --Cs 4,16,64 --output benchmarks/results/aesvm_checkerboard.md
+    python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 200000 \
+        --gammas 4 --Cs 4,16,64 --output benchmarks/results/aesvm_checkerboard_200k.md
+    python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 1000000 \
+        --gammas 4,1 --Cs 4,16,64 --no-svc --output benchmarks/results/aesvm_checkerboard_1m.md
 
 A quick sanity run (small slices)::
 
