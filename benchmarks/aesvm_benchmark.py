@@ -31,7 +31,7 @@ third of that on a quiet one; SVC on the whole 1M checkerboard would take hours 
 1M runs AESVC alone with ``--no-svc``)::
 
     NUMBA_CACHE_DIR=/tmp/numba_aesvm python benchmarks/aesvm_benchmark.py --datasets kdd99 \
-        --gammas 4,1 --Cs 1,4,16,64 --output benchmarks/results/aesvm_kdd99.md
+        --gammas 4,1,0.25 --Cs 1,4,16,64 --output benchmarks/results/aesvm_kdd99.md
     python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 100000 \
         --gammas 4,1 --Cs 4,16,64 --output benchmarks/results/aesvm_checkerboard.md
     python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 200000 \
