@@ -14,9 +14,11 @@ time over the grid divided by total AESVC time *including* every DeriveRS); OCS 
 ratio).  Results go to ``benchmarks/results/aesvm.md`` (also printed).
 
 Data: ``ijcnn1``, ``a9a``, ``w8a`` (LIBSVM files with their test files), ``kdd99`` (KDD Cup
-1999 10% file, duplicates removed as in the paper, normal vs attack; categorical columns
-one-hot, ``log1p`` of non-negative counts, min-max scaled on the training part; a seeded 75/25
-train/test split), and ``checkerboard`` (``--checkerboard-size`` points, default 1,000,000; a
+1999 10% file, duplicates removed as in the paper, normal vs attack; by default the paper's 41
+columns with the 3 categorical ones as integer codes, every column min-max scaled to [0, 1] on
+the training part -- ``--kdd-encoding onehot`` / ``--kdd-log`` for one-hot categories and
+``log1p`` counts, which make the representative set larger, see ``aesvm_rs_study.py``; a seeded
+75/25 train/test split), and ``checkerboard`` (``--checkerboard-size`` points, default 1,000,000; a
 fresh 100,000-point test set).  Files are read from ``../shared/datasets`` or
 ``$CORESVM_DATASETS``.
 
@@ -24,11 +26,18 @@ Grids (``--grid``): ``small`` (default) is 3 gammas x 3 Cs around each dataset's
 values; ``paper`` is the paper's 84 points, ``C = 2^-4..2^7`` x ``gamma = 2^-4..2^2`` (far too
 long for SVC on the larger sets).  ``--gammas`` / ``--Cs`` override either.
 
-The full run (SVC on the whole 1M checkerboard takes hours per grid point; restrict it with
-``--svc-max-rows`` if needed -- the table then says so)::
+The recorded runs (results/aesvm_*.md; about 10-15 min each on a loaded 2-core machine, about a
+third of that on a quiet one; SVC on the whole 1M checkerboard would take hours per grid point, so
+1M runs AESVC alone with ``--no-svc``)::
 
-    NUMBA_CACHE_DIR=/tmp/numba_aesvm python benchmarks/aesvm_benchmark.py \\
-        --datasets ijcnn1,a9a,w8a,kdd99,checkerboard
+    NUMBA_CACHE_DIR=/tmp/numba_aesvm python benchmarks/aesvm_benchmark.py --datasets kdd99 \
+        --gammas 4,1,0.25 --Cs 1,4,16,64 --output benchmarks/results/aesvm_kdd99.md
+    python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 100000 \
+        --gammas 4,1 --Cs 4,16,64 --output benchmarks/results/aesvm_checkerboard.md
+    python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 200000 \
+        --gammas 4 --Cs 4,16,64 --output benchmarks/results/aesvm_checkerboard_200k.md
+    python benchmarks/aesvm_benchmark.py --datasets checkerboard --checkerboard-size 1000000 \
+        --gammas 4,1 --Cs 4,16,64 --no-svc --output benchmarks/results/aesvm_checkerboard_1m.md
 
 A quick sanity run (small slices)::
 
@@ -121,8 +130,17 @@ def load_libsvm(path: Path, n_features: int, sparse: bool):
     return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape), y
 
 
-def load_kdd99(seed: int) -> Dataset:
-    """KDD'99 10%: distinct records (as the paper's D1), normal (-1) vs attack (+1), 75/25 split."""
+KDD99_ENCODINGS = ("onehot", "codes")  # categorical columns: one-hot (118 features) or integer codes (41)
+
+
+def load_kdd99(seed: int, encoding: str = "codes", log_counts: bool = False) -> Dataset:
+    """KDD'99 10%: distinct records (as the paper's D1), normal (-1) vs attack (+1), 75/25 split.
+
+    ``encoding='onehot'`` expands protocol/service/flag into indicator columns (118 features);
+    ``'codes'`` keeps the paper's 41 columns with each category replaced by its (sorted) index.
+    ``log_counts`` puts the heavy-tailed non-negative counts (bytes, durations) on a ``log1p``
+    scale.  Then every column is min-max scaled to [0, 1] on the training part (test clipped).
+    """
     with gzip.open(datasets_dir() / "kddcup.data_10_percent.gz", "rt") as handle:
         lines = list(dict.fromkeys(line.strip() for line in handle if line.strip()))
     fields = [line.split(",") for line in lines]
@@ -133,20 +151,23 @@ def load_kdd99(seed: int) -> Dataset:
     for j, column in enumerate(columns):
         if j in categorical:
             values, codes = np.unique(np.array(column), return_inverse=True)
-            parts.append(np.eye(len(values))[codes])
+            parts.append(np.eye(len(values))[codes] if encoding == "onehot" else codes[:, None].astype(np.float64))
         else:
             parts.append(np.asarray(column, dtype=np.float64)[:, None])
     X = np.hstack(parts)
     perm = np.random.RandomState(seed).permutation(len(y))
     n_train = int(0.75 * len(y))
     train, test = np.sort(perm[:n_train]), np.sort(perm[n_train:])
-    # heavy-tailed counts (bytes, durations) on a log scale, then min-max from the training part
-    heavy = (X.min(axis=0) >= 0) & (X.max(axis=0) > 1.0)
-    X[:, heavy] = np.log1p(X[:, heavy])
+    if log_counts:
+        heavy = (X.min(axis=0) >= 0) & (X.max(axis=0) > 1.0)
+        if encoding == "codes":
+            heavy[list(categorical)] = False
+        X[:, heavy] = np.log1p(X[:, heavy])
     low, high = X[train].min(axis=0), X[train].max(axis=0)
     scale = np.where(high > low, high - low, 1.0)
     X = np.clip((X - low) / scale, 0.0, 1.0)
-    note = f"{len(y)} distinct records of 494,021; {X.shape[1]} features after one-hot"
+    note = (f"{len(y)} distinct records of 494,021; {X.shape[1]} features ({encoding} categories"
+            f"{', log1p of counts' if log_counts else ''}, min-max to [0, 1])")
     return Dataset("kdd99", X[train], y[train], X[test], y[test], note)
 
 
@@ -158,7 +179,7 @@ def load_dataset(name: str, opts: argparse.Namespace) -> Dataset:
         X_test, y_test = make_checkerboard(CHECKERBOARD_TEST, random_state=opts.seed + 1)
         return Dataset(name, X, y, X_test, y_test, "4x4 board on [0, 4)^2")
     if name == "kdd99":
-        return load_kdd99(opts.seed)
+        return load_kdd99(opts.seed, opts.kdd_encoding, opts.kdd_log)
     train_file, test_file, n_features, sparse = LIBSVM_FILES[name]
     X, y = load_libsvm(datasets_dir() / train_file, n_features, sparse)
     X_test, y_test = load_libsvm(datasets_dir() / test_file, n_features, sparse)
@@ -204,7 +225,7 @@ def warm_up() -> None:
     clear_representative_set_cache()
 
 
-def run_dataset(data: Dataset, opts: argparse.Namespace) -> list[GammaRecord]:
+def run_dataset(data: Dataset, opts: argparse.Namespace, on_gamma=None) -> list[GammaRecord]:
     from coresvm import AESVC
     from coresvm.aesvc import clear_representative_set_cache
 
@@ -238,6 +259,8 @@ def run_dataset(data: Dataset, opts: argparse.Namespace) -> list[GammaRecord]:
                 f"(M/N {record.fraction:.3f}), AESVC-SVM {point.ae_time:.2f} s acc {point.ae_acc:.4f}; "
                 f"SVC {point.svc_time:.2f} s acc {point.svc_acc:.4f}")
         records.append(record)
+        if on_gamma is not None:
+            on_gamma(records)  # a run cut short keeps the gammas it finished
     return records
 
 
@@ -271,7 +294,7 @@ def report(results: dict, opts: argparse.Namespace) -> str:
         "",
         f"Command: `{' '.join([Path(sys.argv[0]).name] + sys.argv[1:])}`",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"scikit-learn {sklearn.__version__}; commit {git_revision()}.",
+        f"scikit-learn {sklearn.__version__}; commit {opts.revision} (at the start of the run).",
         f"AESVC: epsilon={opts.epsilon:g}, P={opts.P}, V={opts.V}, segmentation={opts.segmentation}, "
         f"n_jobs={opts.n_jobs}; "
         f"SVC cache_size={opts.cache_size:g} MB for both.",
@@ -341,6 +364,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--svc-max-rows", type=int, default=None, help="train the SVC reference on a random subset only")
     add("--no-svc", action="store_true", help="skip the SVC reference (no speedups/RMSE)")
     add("--n-jobs", type=int, default=1, help="DeriveRS threads (AESVC n_jobs)")
+    add("--kdd-encoding", choices=KDD99_ENCODINGS, default="codes",
+        help="kdd99 categorical columns: integer codes (41 features, as the paper's D1) or one-hot (118)")
+    add("--kdd-log", action="store_true", help="kdd99: log1p of the count columns before min-max")
     add("--seed", type=int, default=0)
     add("--output", type=Path, default=DEFAULT_RESULTS)
     opts = parser.parse_args(argv)
@@ -353,16 +379,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
+    opts.revision = git_revision()
     sys.path.insert(0, str(REPO_ROOT / "src"))
     warm_up()
     results = {}
     for name in opts.datasets:
         log(f"loading {name}")
         data = take_rows(load_dataset(name, opts), opts.max_train_rows, opts.seed)
-        results[name] = (data, run_dataset(data, opts))
-        text = report(results, opts)  # rewritten after every dataset: a partial run keeps its tables
-        opts.output.parent.mkdir(parents=True, exist_ok=True)
-        opts.output.write_text(text)
+
+        def write(records, name=name, data=data):
+            results[name] = (data, records)
+            text = report(results, opts)  # rewritten after every gamma: a partial run keeps its tables
+            opts.output.parent.mkdir(parents=True, exist_ok=True)
+            opts.output.write_text(text)
+            return text
+
+        text = write(run_dataset(data, opts, on_gamma=lambda records: write(list(records))))
     print(text)
     return 0
 

@@ -60,6 +60,27 @@ def test_fls2_partition_sizes(board, n, P):
         assert len(blocks) == 1
 
 
+@pytest.mark.parametrize("n, min_half, n_blocks", [(700, 200, 2), (700, 400, 1), (700, None, 1), (3000, 200, 4)])
+def test_fls2_first_call_halves_like_the_paper(board, n, min_half, n_blocks):
+    # the paper's first FLS2 call splits before testing |X'|/2 <= P, so a class of <= P rows gives two
+    # blocks -- unless a half would hold fewer than min_half (= V in DeriveRS) rows
+    X, _ = board
+    rows = np.arange(n)
+    blocks = A.fls2(X, rows, 1000, RBF, min_half=min_half)
+    assert is_partition(blocks, rows)
+    assert len(blocks) == n_blocks
+    assert all(len(b) <= 1000 for b in blocks)
+
+
+def test_derive_rs_halves_a_small_class_into_blocks_of_at_least_V(board):
+    X, y = board
+    rs = A.derive_representative_set(X, y, RBF, P=5000, V=300)
+    sizes = np.bincount(rs.segment_of)
+    # each class (about 1500 rows) is halved into blocks of about 750, each cut by SLS into 300 + 300 + ~150
+    assert sizes.max() == 300
+    assert len(sizes) == 2 * 2 * 3
+
+
 def test_fls2_splits_at_the_median_kernel_distance(board):
     X, _ = board
     rows = np.arange(1000)
@@ -195,6 +216,23 @@ def test_beta_sums_to_class_size(board, segmentation):
     assert rs.counts["segments"] == len(np.unique(rs.segment_of))
     assert rs.max_residual <= 1e-3
     assert rs.fraction < 0.7
+
+
+def test_published_steps_leave_residuals_above_eps_and_the_fix_removes_them():
+    # the published DeriveAE (pruning against the original candidates, step-6 weights kept whatever their
+    # residual) can leave points farther than eps from their representation; the library's DeriveAE cannot
+    X, y = make_checkerboard(4000, random_state=3)
+    spec = KernelSpec("rbf", 4.0)
+    published = A.derive_representative_set(X, y, spec, epsilon=1e-3, P=4000, V=1000, enforce_coverage=False)
+    enforced = A.derive_representative_set(X, y, spec, epsilon=1e-3, P=4000, V=1000)
+    assert published.counts["promoted"] == 0
+    assert published.max_residual > 1e-3  # the caveat is real on this data
+    assert enforced.max_residual <= 1e-3 + 1e-12
+    assert enforced.counts["promoted"] > 0
+    assert len(enforced.indices) > len(published.indices)
+    for rs in (published, enforced):
+        for c in range(2):
+            assert np.isclose(rs.beta[rs.labels == rs.classes[c]].sum(), np.sum(y == rs.classes[c]))
 
 
 def test_beta_composes_sample_weights(board):

@@ -93,9 +93,10 @@ class RepresentativeSet:
         SphereSort pass), ``pruned`` (candidates dropped by the pruning pass),
         ``promoted`` (points made representatives because no eps-representation
         was found in the final pass -- the published algorithm would have kept
-        them with a residual above eps).
+        them with a residual above eps), ``capped`` (SphereSort-pass CheckPoints
+        that hit their iteration cap undecided and so joined ``Psi``).
     params : dict
-        epsilon, P, V, segmentation, kernel.
+        epsilon, P, V, segmentation, kernel, meb_solver, enforce_coverage.
     """
 
     indices: np.ndarray
@@ -173,7 +174,7 @@ def fls1(rows: np.ndarray, P: int) -> list[np.ndarray]:
 
 
 def fls2(X, rows: np.ndarray, P: int, spec: KernelSpec, norms: np.ndarray | None = None,
-         diag: np.ndarray | None = None) -> list[np.ndarray]:
+         diag: np.ndarray | None = None, min_half: int | None = None) -> list[np.ndarray]:
     """FLS2: recursive median split by kernel distance to the block's first point (Alg. FLS2).
 
     A block of more than ``P`` rows is split into the half nearer to its first
@@ -182,8 +183,14 @@ def fls2(X, rows: np.ndarray, P: int, spec: KernelSpec, norms: np.ndarray | None
     an incomplete binary tree of depth ``O(log2(N/P))`` with ``O(N)`` work per
     level.  The median is found by ``numpy.argpartition`` (introselect: linear
     time, falling back to median-of-medians, the paper's BFPRT, when
-    quickselect makes poor progress).  Unlike the paper, a class of at most
-    ``P`` rows is left whole (the paper's first call always halves).
+    quickselect makes poor progress).
+
+    The paper's first call always halves (its test ``|X'|/2 <= P`` comes after
+    the split), so a class of at most ``P`` rows still becomes two blocks; this
+    is followed whenever each half keeps at least ``min_half`` rows (DeriveRS
+    passes ``V``, so the split never shrinks the segments SLS can form; with
+    ``min_half=None`` a class of at most ``P`` rows is left whole).  Halving
+    also halves SLS's ``O(|block|^2 / V)`` work on such a class.
 
     Returns
     -------
@@ -196,13 +203,15 @@ def fls2(X, rows: np.ndarray, P: int, spec: KernelSpec, norms: np.ndarray | None
     diag = kernel_diagonal(X, spec, norms) if diag is None else diag
     blocks: list[np.ndarray] = []
     stack = [rows]
+    first = min_half is not None and len(rows) // 2 >= max(int(min_half), 1)
     while stack:
         block = stack.pop()
-        if len(block) <= P:
+        if len(block) <= P and not first:
             if len(block):
                 blocks.append(block)
             continue
         distance = kernel_distances_to_point(X, block, block[0], spec, norms, diag)
+        first = False
         half = len(block) // 2
         order = np.argpartition(distance, half)
         stack.append(block[order[half:]])  # X^2: d_i >= d_k, processed after X^1
@@ -469,11 +478,14 @@ def sphere_sort(K: np.ndarray, alpha: np.ndarray, points: np.ndarray) -> np.ndar
 
 
 @njit(cache=True, nogil=True)
-def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_gamma, gamma):
+def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_gamma, gamma, enforce):
     """DeriveAE steps 1-7 on one segment's kernel block, with the eps-coverage enforced.
 
     ``on_sphere`` marks SphereSet (step 1), ``order`` is SphereSort of the rest
-    (step 2).  Returns ``(is_rep, beta, residual, n_psi, n_pruned, n_promoted)``.
+    (step 2).  ``enforce=False`` runs the published steps 4 and 6 instead (all of
+    Psi tested against the original candidates; step-6 weights kept whatever
+    their residual) -- only for measuring what the fixes cost.
+    Returns ``(is_rep, beta, residual, n_psi, n_pruned, n_promoted, n_capped)``.
     """
     n = K.shape[0]
     cand = np.empty(n, dtype=np.int64)
@@ -487,12 +499,15 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
             n_cand += 1
     n_sphere = n_cand
     # Step 3: a point not eps-covered by X* u Psi (farthest from the centre first) joins Psi.
+    n_capped = 0
     for p in range(order.shape[0]):
         x = order[p]
-        f, _ = _check_point(K, x, cand, n_cand, eps, alpha, Ha, lin, True, True, 0.0, max_iter)
+        f, n_iter = _check_point(K, x, cand, n_cand, eps, alpha, Ha, lin, True, True, 0.0, max_iter)
         if f > eps:
             cand[n_cand] = x
             n_cand += 1
+            if n_iter >= max_iter:
+                n_capped += 1
     n_psi = n_cand - n_sphere
     # Step 4, pruned sequentially (fix of caveat (a)): a Psi point covered by the candidates
     # still kept leaves at once, so two points can never justify each other's removal.
@@ -502,7 +517,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
     for p in range(n_sphere, n_cand):
         n_others = 0
         for q in range(n_cand):
-            if q != p and keep[q]:
+            if q != p and (keep[q] or not enforce):
                 others[n_others] = cand[q]
                 n_others += 1
         if n_others == 0:
@@ -531,7 +546,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
         if is_rep[x]:
             continue
         f, _ = _check_point(K, x, reps, n_reps, eps, alpha, Ha, lin, True, False, gap_target, max_iter)
-        if f <= eps:
+        if f <= eps or not enforce:
             residual[x] = max(f, 0.0)
             for q in range(n_reps):
                 if alpha[q] > 0.0:
@@ -548,7 +563,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
             beta[i] += weights[i]  # a representative represents itself with weight 1 (step 5)
             if store_gamma:
                 gamma[i, i] = 1.0
-    return is_rep, beta, residual, n_psi, n_pruned, n_promoted
+    return is_rep, beta, residual, n_psi, n_pruned, n_promoted, n_capped
 
 
 @dataclass
@@ -563,11 +578,13 @@ class SegmentResult:
     n_pruned: int
     n_promoted: int
     gamma: np.ndarray | None = None  # (n, n) convex weights, column = segment position (tests)
+    n_capped: int = 0  # step-3 CheckPoints that hit max_iter undecided (counted as "not covered")
 
 
 def derive_ae(K: np.ndarray, eps: float = DEFAULT_EPSILON, weights: np.ndarray | None = None,
               meb_solver: str = "dense", X=None, spec: KernelSpec | None = None, seed: int = 0,
-              return_gamma: bool = False, max_iter: int = CHECK_MAX_ITER) -> SegmentResult:
+              return_gamma: bool = False, max_iter: int = CHECK_MAX_ITER,
+              enforce_coverage: bool = True) -> SegmentResult:
     """DeriveAE: the approximate extreme points of one segment and their weights (seed 003 Sec. 4.2).
 
     1. ``X* = SphereSet(S)``: the points on the segment's minimum enclosing ball.
@@ -601,6 +618,9 @@ def derive_ae(K: np.ndarray, eps: float = DEFAULT_EPSILON, weights: np.ndarray |
         Also return the ``n x n`` matrix of convex weights (tests).
     max_iter : int
         Iteration cap of each CheckPoint.
+    enforce_coverage : bool, default=True
+        False runs the published steps 4 and 6 unchanged (no guarantee); it
+        exists only to measure what the two fixes cost.
 
     Returns
     -------
@@ -616,12 +636,13 @@ def derive_ae(K: np.ndarray, eps: float = DEFAULT_EPSILON, weights: np.ndarray |
     on_sphere = alpha > 0.0
     order = sphere_sort(K, alpha, np.flatnonzero(~on_sphere).astype(np.int64))
     gamma = np.zeros((n, n) if return_gamma else (1, 1))
-    is_rep, beta, residual, n_psi, n_pruned, n_promoted = _derive_ae(
-        K, on_sphere, order, float(eps), weights, int(max_iter), float(CHECK_GAP_FRACTION), bool(return_gamma), gamma
+    is_rep, beta, residual, n_psi, n_pruned, n_promoted, n_capped = _derive_ae(
+        K, on_sphere, order, float(eps), weights, int(max_iter), float(CHECK_GAP_FRACTION), bool(return_gamma), gamma,
+        bool(enforce_coverage),
     )
     reps = np.flatnonzero(is_rep)
     return SegmentResult(reps, beta[reps], residual, int(on_sphere.sum()), int(n_psi), int(n_pruned),
-                         int(n_promoted), gamma if return_gamma else None)
+                         int(n_promoted), gamma if return_gamma else None, int(n_capped))
 
 
 # --------------------------------------------------------------------------
@@ -635,7 +656,7 @@ def segment_class(X, rows: np.ndarray, spec: KernelSpec, P: int, V: int, segment
     if segmentation == "fls1":
         blocks = fls1(rows, P)
     elif segmentation == "fls2":
-        blocks = fls2(X, rows, P, spec, norms, diag)
+        blocks = fls2(X, rows, P, spec, norms, diag, min_half=V)
     else:
         raise ValueError(f"segmentation must be one of {SEGMENTATIONS}; got {segmentation!r}")
     return [segment for block in blocks for segment in sls(X, block, V, spec, norms, diag)]
@@ -644,7 +665,8 @@ def segment_class(X, rows: np.ndarray, spec: KernelSpec, P: int, V: int, segment
 def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_EPSILON, P: int = DEFAULT_P,
                               V: int = DEFAULT_V, segmentation: str = "fls2",
                               sample_weight: np.ndarray | None = None, meb_solver: str = "dense",
-                              seed: int = 0, n_jobs: int | None = None) -> RepresentativeSet:
+                              seed: int = 0, n_jobs: int | None = None,
+                              enforce_coverage: bool = True) -> RepresentativeSet:
     """DeriveRS: the representative set of approximate extreme points and its weights (seed 003 Sec. 4).
 
     1. Split the rows by class (so every segment satisfies eq. 5: one label).
@@ -685,6 +707,10 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
     n_jobs : int or None, default=None
         Threads working on segments in parallel (None: 1).  The result does
         not depend on it.
+    enforce_coverage : bool, default=True
+        False runs the published DeriveAE steps 4 and 6 unchanged, which voids
+        the guarantee above (``residual`` then shows by how much); only for
+        measuring what the fixes cost.
 
     Returns
     -------
@@ -707,12 +733,13 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
     residual = np.zeros(n)
     rep_parts, beta_parts = [], []
     size_per_class = np.zeros(len(classes), dtype=np.int64)
-    counts = {"segments": 0, "sphere_set": 0, "psi": 0, "pruned": 0, "promoted": 0}
+    counts = {"segments": 0, "sphere_set": 0, "psi": 0, "pruned": 0, "promoted": 0, "capped": 0}
     def one_segment(segment: np.ndarray) -> SegmentResult:
         X_seg = X[segment]
         K = kernel_block(X_seg, X_seg, spec, norms[segment], norms[segment])
         K[np.diag_indices_from(K)] = diag[segment]
-        return derive_ae(K, epsilon, weights[segment], meb_solver, X_seg, spec, seed)
+        return derive_ae(K, epsilon, weights[segment], meb_solver, X_seg, spec, seed,
+                         enforce_coverage=enforce_coverage)
 
     n_jobs = max(1, int(n_jobs or 1))
     for c in range(len(classes)):
@@ -737,6 +764,7 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
             counts["psi"] += result.n_psi
             counts["pruned"] += result.n_pruned
             counts["promoted"] += result.n_promoted
+            counts["capped"] += result.n_capped
     indices = np.concatenate(rep_parts) if rep_parts else np.zeros(0, dtype=np.int64)
     beta = np.concatenate(beta_parts) if beta_parts else np.zeros(0)
     return RepresentativeSet(
@@ -751,5 +779,5 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
         derive_time=time.perf_counter() - start,
         counts=counts,
         params={"epsilon": float(epsilon), "P": int(P), "V": int(V), "segmentation": segmentation,
-                "kernel": spec, "meb_solver": meb_solver},
+                "kernel": spec, "meb_solver": meb_solver, "enforce_coverage": bool(enforce_coverage)},
     )
