@@ -32,6 +32,7 @@ from ._validation import (
     check_kernel_params,
     check_positive,
     class_weight_per_sample,
+    encode_labels,
     prepare_fit_matrix,
     prepare_predict_matrix,
     unfitted_on_failure,
@@ -57,7 +58,7 @@ from .multiclass import (
     one_vs_one_problems,
     one_vs_rest_problems,
 )
-from .problem import SimplexProblem, kkt_bias
+from .problem import SimplexProblem, kkt_bias, take_rows
 from .solvers.core_set import core_set_capacity
 from .solvers.driver import SolverOptions, run_engine
 from .solvers.engine import SECOND_VERTEX_RULES
@@ -521,6 +522,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             )
             X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
         check_class_labels(y)
+        if sample_weight is None:  # every row counts once: no float64 weight per row (out-of-core fits)
+            return X, y, None, np.ones(X.shape[0], dtype=bool)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
@@ -550,8 +553,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         X, y, sample_weight, keep = self._validate_fit_input(X, y, sample_weight)
-        classes, y_index = np.unique(y, return_inverse=True)
-        if len(np.unique(y_index[keep])) < 2:
+        classes, y_index = encode_labels(y)
+        if np.count_nonzero(np.bincount(y_index[keep], minlength=len(classes))) < 2:
             raise ValueError(
                 "The training data must contain samples of at least 2 classes; got only one class "
                 f"({classes[y_index[keep]][0]!r})"
@@ -561,7 +564,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
         self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
-        C_per_sample = self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
+        C_per_sample = self._per_sample_C(sample_weight, classes, y)
         self._joint_model = None
         if self.multiclass == "joint":
             return self._fit_joint(X, y_index, keep, C_per_sample, rng)
@@ -581,6 +584,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         elif hasattr(self, "probA_"):
             del self.probA_, self.probB_
         return self
+
+    def _per_sample_C(self, sample_weight, classes, y) -> np.ndarray:
+        """``C_i = C w_i c_(y_i)``; one C for all (no weights) is a stride-0 broadcast: no memory per row."""
+        if sample_weight is None and self.class_weight is None:
+            return np.broadcast_to(np.float64(self.C), (len(y),))
+        if sample_weight is None:
+            sample_weight = np.ones(len(y))
+        return self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
 
     def _solve_problems(self, X, problems: list[SubProblem]) -> list[BinaryModel]:
         """Train the sub-problems, in parallel threads when ``n_jobs > 1``."""
@@ -620,9 +631,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         bias_rule = self._bias_rule
         # CVM solves the minimum enclosing ball (lam = 1) and stops by its (1 + eps) radius test.
         lam = 1.0 if self.solver == "cvm" else 0.0
-        simplex = SimplexProblem(X_rows, problem.signs, problem.C, self._kernel_spec, bias=bias_rule != "none",
-                                 lam=lam)
         options = self._solver_options(len(rows), problem.seed, budget.share())
+        # The core-set solvers read only sampled rows and the core set: no float64 array of length m.
+        simplex = SimplexProblem(X_rows, problem.signs, problem.C, self._kernel_spec, bias=bias_rule != "none",
+                                 lam=lam, compact=options.core_set)
         init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
         if self.callback is None:
             result = run_engine(simplex, options, init_idx, init_alpha)
@@ -714,7 +726,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._warm_rows = np.concatenate([model.rows for model in models])
         self._warm_alpha = np.concatenate([model.alpha for model in models])
         self._warm_offsets = np.cumsum([0] + [len(model.rows) for model in models]).astype(np.int64)
-        self._warm_support_classes = y_index[self.support_]
+        self._warm_support_classes = y_index[self.support_].astype(np.int64)
 
     # ------------------------------------------------------------ warm starts
     def _previous_solution(self, X, y_index, classes) -> list | None:
@@ -757,7 +769,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                fold_model.fit(X[train], y[train], sample_weight=sample_weight[train])
+                fold_weight = None if sample_weight is None else sample_weight[train]
+                fold_model.fit(X[train], y[train], sample_weight=fold_weight)
             held_out[test] = fold_model._pair_decisions(X[test])
         sigmoids = [fit_sigmoid(held_out[problem.rows, problem.index], problem.signs) for problem in problems]
         self.probA_ = np.array([a for a, _ in sigmoids])
@@ -798,7 +811,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         """``multiclass='joint'``: one simplex problem for all classes (see :mod:`coresvm.joint`)."""
         rows = np.flatnonzero(keep)
         X_rows = X if len(rows) == X.shape[0] else X[rows]
-        if self.solver in MEB_SOLVERS and np.ptp(C_per_sample[rows]) > 0:
+        if self.solver in MEB_SOLVERS and np.ptp(take_rows(C_per_sample, rows)) > 0:
             raise ValueError(
                 f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
                 "sample_weight or class_weight make C vary. Use solver='coreset' with weights."
