@@ -188,6 +188,15 @@ class MappedRows:
         return np.asarray(rows)
 
 
+def read_rows(X, rows) -> np.ndarray:
+    """``X[rows]``; for a memory-mapped ``X`` read through :class:`MappedRows`, so that the map's
+    pages are released in pieces (thousands of random support-vector rows would otherwise
+    fault in most of the file)."""
+    if is_memory_mapped(X) and not isinstance(X, MappedRows):
+        return MappedRows(X)[np.asarray(rows)]
+    return X[rows]
+
+
 def map_row_blocks(function, X, multiple: int = 1) -> np.ndarray:
     """``function(X[start:stop])`` over the row blocks of ``X``, stacked along the rows.
 

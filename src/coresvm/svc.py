@@ -38,7 +38,7 @@ from ._validation import (
     unfitted_on_failure,
 )
 from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
-from .data import is_memory_mapped, map_row_blocks, reject_zarr, validate_mapped_input
+from .data import is_memory_mapped, map_row_blocks, read_rows, reject_zarr, validate_mapped_input
 from .joint import fit_joint
 from .kernels import (
     KernelSpec,
@@ -712,7 +712,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         layout_class = OneVsRestLayout if self._decomposition == "ovr" else OneVsOneLayout
         layout = layout_class.build(models, y_index, len(self.classes_))
         self.support_ = layout.support
-        self.support_vectors_ = X[layout.support]
+        self.support_vectors_ = read_rows(X, layout.support)
         self.n_support_ = layout.n_support
         self.dual_coef_ = layout.dual_coef
         self.intercept_ = layout.intercept
@@ -742,7 +742,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         rows, vectors = self.support_, self.support_vectors_  # still the previous fit's
         if vectors.shape[1] != X.shape[1] or (len(rows) and rows.max() >= X.shape[0]):
             return None
-        if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(X[rows], vectors):
+        if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(read_rows(X, rows), vectors):
             return None
         bounds = self._warm_offsets
         return [(self._warm_rows[a:b], self._warm_alpha[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
@@ -838,7 +838,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.warm_started_ = False
         self._fitted_multiclass = "joint"
         self.support_ = model.support
-        self.support_vectors_ = X[model.support]
+        self.support_vectors_ = read_rows(X, model.support)
         self.n_support_ = np.bincount(model.support_class, minlength=len(self.classes_)).astype(np.int32)
         self.dual_coef_ = model.coef.T.copy()
         self.intercept_ = model.intercept

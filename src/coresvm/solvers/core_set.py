@@ -451,6 +451,8 @@ def draw_distinct(rng, m: int, k: int) -> np.ndarray:
     replacement would permute all ``m``); deterministic for a given ``rng`` state.
     """
     k = min(k, m)
+    if 2 * k >= m:  # rejection would take long (coupon collector); a permutation is O(k) memory here
+        return np.sort(rng.permutation(m)[:k]).astype(np.int64)
     picks = np.unique(rng.randint(0, m, size=k))
     while len(picks) < k:
         picks = np.unique(np.concatenate([picks, rng.randint(0, m, size=k - len(picks))]))
