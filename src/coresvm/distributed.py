@@ -249,8 +249,11 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
 
     # 1. local core sets, in parallel on the workers
     t0 = time.perf_counter()
-    local_params = {"gamma": gamma, "verbose": False,
-                    "class_weight": {label: float(w) for label, w in zip(classes, multipliers, strict=True)}}
+    # Unit multipliers are passed as no class_weight: one C for all rows keeps the local fits' per-row
+    # arrays compact (scalar 1/C, see problem.SimplexProblem); C_i is the same number either way.
+    class_weight = None if np.all(multipliers == 1.0) else {
+        label: float(w) for label, w in zip(classes, multipliers, strict=True)}
+    local_params = {"gamma": gamma, "verbose": False, "class_weight": class_weight}
     tasks = [
         delayed(_train_partition)(
             clone(estimator).set_params(**local_params, random_state=int(rng.randint(0, 2**31 - 1))),
