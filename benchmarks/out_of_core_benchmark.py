@@ -84,7 +84,7 @@ class MemoryWatch:
         self._sample()
 
 
-def child_fit_memmap(x_path: str, y_path: str, max_time: float, n_predict: int) -> dict:
+def child_fit_memmap(x_path: str, y_path: str, max_time: float, n_predict: int, cache_size: float) -> dict:
     """Run in a fresh process: fit from the memmap, predict a test set and a slice of the memmap."""
     from coresvm.svc import CoreSVC
 
@@ -92,7 +92,7 @@ def child_fit_memmap(x_path: str, y_path: str, max_time: float, n_predict: int) 
         X = np.load(x_path, mmap_mode="r")
         y = np.load(y_path)
         start = time.perf_counter()
-        model = CoreSVC(**PARAMS, max_time=max_time).fit(X, y)
+        model = CoreSVC(**PARAMS, max_time=max_time, cache_size=cache_size).fit(X, y)
         fit_time = time.perf_counter() - start
         X_test, y_test = make_checkerboard(100_000, random_state=99)
         accuracy = model.score(X_test, y_test)
@@ -155,7 +155,16 @@ def cascade_vs_single(n: int, n_partitions: int, max_rounds: int) -> dict:
     return result
 
 
-def report(memmap_runs: list[dict], cascade: dict | None, command: str) -> str:
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).parent)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def report(memmap_runs: list[dict], cascade: dict | None, command: str, cache_size: float) -> str:
     import coresvm
 
     mib = 2.0**20
@@ -166,7 +175,9 @@ def report(memmap_runs: list[dict], cascade: dict | None, command: str) -> str:
         f"- Machine: {platform.platform()}, os.cpu_count() = {os.cpu_count()} (shared with other jobs: "
         "timings are noisy)",
         f"- coresvm from `{Path(coresvm.__file__).parent}`",
-        f"- CoreSVC parameters: {PARAMS} (solver 'coreset', cache_size 200 MB); test set: 100,000 fresh points",
+        f"- git commit: {git_commit()}",
+        f"- CoreSVC parameters: {PARAMS} (solver 'coreset', cache_size {cache_size:g} MB for part A, 200 MB for "
+        "part B); test set: 100,000 fresh points",
         "",
         "## A. Training from a memory-mapped .npy file (child process, peak memory)",
         "",
@@ -226,30 +237,33 @@ def main() -> None:
     parser.add_argument("--n-partitions", type=int, default=4)
     parser.add_argument("--max-rounds", type=int, default=10)
     parser.add_argument("--max-time", type=float, default=600.0, help="max_time of the memmap fits (s)")
+    parser.add_argument("--cache-size", type=float, default=200.0, help="cache_size (MB) of the memmap fits")
     parser.add_argument("--n-predict", type=int, default=1_000_000, help="rows of the memmap to predict")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/coresvm_out_of_core"))
     parser.add_argument("--skip-cascade", action="store_true")
     parser.add_argument("--skip-memmap", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--child", nargs=4, metavar=("X", "Y", "MAX_TIME", "N_PREDICT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=5, metavar=("X", "Y", "MAX_TIME", "N_PREDICT", "CACHE_SIZE"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        x_path, y_path, max_time, n_predict = args.child
-        print(json.dumps(child_fit_memmap(x_path, y_path, float(max_time), int(n_predict))))
+        x_path, y_path, max_time, n_predict, cache_size = args.child
+        print(json.dumps(child_fit_memmap(x_path, y_path, float(max_time), int(n_predict), float(cache_size))))
         return
 
     command = "python " + " ".join([os.path.relpath(__file__)] + sys.argv[1:])
     memmap_runs = []
     for n in [] if args.skip_memmap else args.n_memmap:
         x_path, y_path = write_checkerboard_npy(n, args.data_dir)
-        run = run_child(str(x_path), str(y_path), str(args.max_time), str(min(args.n_predict, n)))
+        run = run_child(str(x_path), str(y_path), str(args.max_time), str(min(args.n_predict, n)),
+                        str(args.cache_size))
         print(json.dumps(run), flush=True)
         memmap_runs.append(run)
     cascade = None
     if not args.skip_cascade:
         cascade = cascade_vs_single(args.n_cascade, args.n_partitions, args.max_rounds)
         print(json.dumps({k: v for k, v in cascade.items() if k != "history"}), flush=True)
-    text = report(memmap_runs, cascade, command)
+    text = report(memmap_runs, cascade, command, args.cache_size)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,10 @@ from coresvm.datasets import make_checkerboard  # noqa: E402
 from coresvm.distributed import decision_function_dask, fit_cascade, predict_dask  # noqa: E402
 from coresvm.svc import CoreSVC  # noqa: E402
 
-N_TRAIN = 30_000  # 200k: benchmarks/out_of_core_benchmark.py (too slow for CI on 2 shared cores)
-PARAMS = {"C": 1000.0, "gamma": 2.0, "tol": 1e-2, "random_state": 0}
+N_TRAIN = 200_000  # issue 8: 200k checkerboard points
+# tol 0.3 (not the benchmark's 0.01) keeps the single fit and the cascade CI-sized; the
+# accuracy is still ~99.9% (benchmarks/out_of_core_benchmark.py runs the tighter setting).
+PARAMS = {"C": 1000.0, "gamma": 2.0, "tol": 0.3, "random_state": 0}
 
 
 @pytest.fixture(scope="module")

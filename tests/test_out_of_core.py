@@ -101,3 +101,90 @@ def test_zarr_input_gets_a_clear_error():
     z = zarr.array(X)
     with pytest.raises(TypeError, match="mmap_mode='r'"):
         CoreSVC().fit(z, y)
+
+
+# ---- per-row memory of the sampling solvers (compact problems) -------------------------------
+
+
+@pytest.mark.parametrize("kernel", [KernelSpec("rbf", 0.7), KernelSpec("poly", 0.5, 1.0, 3)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compact_problem_rows_equal_full_arrays(kernel, weighted):
+    from coresvm.problem import is_constant_array
+
+    X, y = make_checkerboard(500, random_state=4)
+    signs = np.where(y == 1, 1, -1).astype(np.int8)
+    C = np.linspace(1.0, 3.0, 500) if weighted else np.broadcast_to(np.float64(2.5), (500,))
+    assert is_constant_array(C) != weighted
+    full = SimplexProblem(X, signs, np.array(C), kernel)
+    compact = SimplexProblem(X, signs, C, kernel, compact=True)
+    assert compact._norms is None and compact._diag is None and (compact._inv_c is None) != weighted
+    rows = np.array([3, 17, 499, 0, 250])
+    np.testing.assert_array_equal(compact.norms_of(rows), full.norms[rows])
+    np.testing.assert_array_equal(compact.inv_c_of(rows), full.inv_c[rows])
+    np.testing.assert_array_equal(compact.diag_of(rows), full.diag[rows])
+    np.testing.assert_array_equal(compact.signs_of(rows), full.y[rows])
+    assert compact._norms is None and compact._diag is None  # the accessors did not materialize anything
+    assert compact.median_C() == float(np.median(1.0 / full.inv_c))
+    assert compact.median_diag() == float(np.median(full.diag))
+    np.testing.assert_array_equal(compact.diag, full.diag)  # ... but the full arrays are still there on demand
+
+
+def test_encode_labels_in_blocks_equals_np_unique(monkeypatch):
+    from coresvm import _validation
+
+    rng = np.random.RandomState(0)
+    for y in (rng.choice(np.array([-1, 1], dtype=np.int8), 5000), rng.choice(np.array(["b", "a", "c"]), 5000)):
+        expected_classes, expected_index = np.unique(y, return_inverse=True)
+        monkeypatch.setattr(_validation, "LABEL_BLOCK", 700)
+        classes, index = _validation.encode_labels(y)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(classes, expected_classes)
+        np.testing.assert_array_equal(index, expected_index)
+        assert index.dtype == np.int8
+
+
+def test_draw_distinct_is_distinct_in_range_and_deterministic():
+    from coresvm.solvers.core_set import draw_distinct
+
+    a = draw_distinct(np.random.RandomState(5), 100, 60)  # many repeats to reject
+    b = draw_distinct(np.random.RandomState(5), 100, 60)
+    np.testing.assert_array_equal(a, b)
+    assert len(np.unique(a)) == 60 and a.min() >= 0 and a.max() < 100
+    assert len(draw_distinct(np.random.RandomState(0), 10, 59)) == 10
+
+
+def test_fit_past_the_sweep_limit_is_deterministic_and_accurate(monkeypatch, checkerboard_on_disk):
+    """Past SWEEP_MAX_POINTS the candidates and initial points are drawn without any O(m) index list."""
+    from coresvm.solvers import core_set, driver
+
+    X, y, X_map = checkerboard_on_disk
+    monkeypatch.setattr(core_set, "SWEEP_MAX_POINTS", 1000)
+    monkeypatch.setattr(driver, "SWEEP_MAX_POINTS", 1000)
+    params = {"C": 100.0, "gamma": 2.0, "tol": 1e-2, "random_state": 0, "n_candidates": 1000}  # 2k < m: rejection
+    in_memory = CoreSVC(**params).fit(X, y)
+    mapped = CoreSVC(**params).fit(X_map, y)
+    assert_same_model(in_memory, mapped)
+    X_test, y_test = make_checkerboard(4000, random_state=8)
+    assert in_memory.score(X_test, y_test) > 0.95
+    assert in_memory.solver_info_[0]["status"] == "converged"
+
+
+def test_balanced_draws_cover_a_rare_class():
+    from coresvm.solvers.driver import _balanced_draws
+
+    y = np.zeros(100_000, dtype=np.int8)
+    y[[5, 70_000]] = 1  # two members: found from the member list after the random draws miss them
+    chosen = _balanced_draws(y, np.array([0, 1]), 10, np.random.RandomState(0))
+    assert len(chosen) == 12 and len(np.unique(chosen)) == 12
+    assert set(chosen[y[chosen] == 1]) == {5, 70_000}
+
+
+def test_large_random_reads_release_pages_in_pieces(checkerboard_on_disk, monkeypatch):
+    X, _, X_map = checkerboard_on_disk
+    rows = data_module.MappedRows(X_map)
+    released = []
+    monkeypatch.setattr(data_module, "release_pages", lambda array: released.append(1))
+    monkeypatch.setattr(data_module, "RANDOM_READ_BUDGET", 100 * data_module.FAULT_AROUND_BYTES)
+    picks = np.random.RandomState(0).permutation(len(X))[:1050]
+    np.testing.assert_array_equal(rows[picks], X[picks])
+    assert len(released) == 10  # one release per 100 rows read, not one after all 1050

@@ -210,3 +210,28 @@ def clear_fitted_state(estimator) -> None:
     for name in list(vars(estimator)):
         if name not in params and not name.startswith(("_sklearn", "_metadata_request")):
             delattr(estimator, name)
+
+
+LABEL_BLOCK = 2**20  # labels per block when encoding long label vectors
+
+
+def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(y, return_inverse=True)`` with a small index type and no y-sized int64 arrays.
+
+    Short ``y`` go through ``np.unique`` itself.  A long ``y`` (an out-of-core
+    fit of millions of rows) is encoded in blocks: the classes are the union of
+    the blocks' classes, and each label's index is found by binary search, stored
+    in the smallest integer type that holds the number of classes (int8 for up to
+    127 classes) instead of int64 -- one byte per row instead of the 8 of the
+    inverse plus the 8 of np.unique's sort order.
+    """
+    y = np.asarray(y)
+    if y.shape[0] <= LABEL_BLOCK:
+        return np.unique(y, return_inverse=True)
+    blocks = range(0, y.shape[0], LABEL_BLOCK)
+    classes = np.unique(np.concatenate([np.unique(y[start : start + LABEL_BLOCK]) for start in blocks]))
+    index_type = np.min_scalar_type(-len(classes)) if len(classes) < 2**31 else np.int64
+    y_index = np.empty(y.shape[0], dtype=index_type)
+    for start in blocks:
+        y_index[start : start + LABEL_BLOCK] = np.searchsorted(classes, y[start : start + LABEL_BLOCK])
+    return classes, y_index

@@ -169,14 +169,32 @@ class MappedRows:
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.array, dtype=dtype)
 
+    @property
+    def _bytes_per_read(self) -> int:
+        return max(FAULT_AROUND_BYTES, self.array.itemsize * int(np.prod(self.shape[1:])))
+
     def __getitem__(self, key):
+        chunk = max(1, RANDOM_READ_BUDGET // self._bytes_per_read)
+        if isinstance(key, np.ndarray) and key.dtype.kind in "iu" and key.ndim == 1 and len(key) > chunk:
+            # A large random read (the core set's rows, read every round) could fault in most of
+            # the file: read it in pieces of the budget, releasing the pages between them.
+            return np.concatenate([self[key[start : start + chunk]] for start in range(0, len(key), chunk)])
         rows = self.array[key]
         n_read = rows.shape[0] if rows.ndim == self.array.ndim else 1
-        self._touched += n_read * max(FAULT_AROUND_BYTES, rows.itemsize * int(np.prod(self.shape[1:])))
+        self._touched += n_read * self._bytes_per_read
         if self._touched >= RANDOM_READ_BUDGET:
             release_pages(self.array)
             self._touched = 0
         return np.asarray(rows)
+
+
+def read_rows(X, rows) -> np.ndarray:
+    """``X[rows]``; for a memory-mapped ``X`` read through :class:`MappedRows`, so that the map's
+    pages are released in pieces (thousands of random support-vector rows would otherwise
+    fault in most of the file)."""
+    if is_memory_mapped(X) and not isinstance(X, MappedRows):
+        return MappedRows(X)[np.asarray(rows)]
+    return X[rows]
 
 
 def map_row_blocks(function, X, multiple: int = 1) -> np.ndarray:

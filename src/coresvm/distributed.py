@@ -7,7 +7,8 @@ subset that holds every support vector, with no other point violating the
 margin, is solved for the whole data.  So::
 
     1. each row partition trains a local model on its worker (the estimator's
-       own solver); its support vectors are the partition's core set
+       own solver, at ``tol = max(tol, LOCAL_TOL_FLOOR)``: it only seeds step 2);
+       its support vectors are the partition's core set
     2. the union of the local core sets is solved on the client, warm-started
        from the local weights (run_engine's init_idx / init_alpha)
     3. every partition is scored against that global model on its worker; the
@@ -39,6 +40,8 @@ from .problem import SimplexProblem, kkt_bias
 from .solvers.core_set import core_set_capacity
 from .solvers.driver import run_engine
 from .svc import CoreSVC
+
+LOCAL_TOL_FLOOR = 0.1  # the local fits' tolerance is at least this (they only seed the global solve)
 
 
 # ---------------------------------------------------------------- worker tasks
@@ -249,8 +252,14 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
 
     # 1. local core sets, in parallel on the workers
     t0 = time.perf_counter()
-    local_params = {"gamma": gamma, "verbose": False,
-                    "class_weight": {label: float(w) for label, w in zip(classes, multipliers, strict=True)}}
+    # Unit multipliers are passed as no class_weight: one C for all rows keeps the local fits' per-row
+    # arrays compact (scalar 1/C, see problem.SimplexProblem); C_i is the same number either way.
+    class_weight = None if np.all(multipliers == 1.0) else {
+        label: float(w) for label, w in zip(classes, multipliers, strict=True)}
+    # The local core sets only seed the global solve, which enforces tol on the union and the
+    # violator checks on every point: the local fits may stop at a looser tolerance.
+    local_params = {"gamma": gamma, "verbose": False, "class_weight": class_weight,
+                    "tol": max(float(estimator.tol), LOCAL_TOL_FLOOR)}
     tasks = [
         delayed(_train_partition)(
             clone(estimator).set_params(**local_params, random_state=int(rng.randint(0, 2**31 - 1))),

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .problem import take_rows
+
+ROW_BLOCK = 2**20  # rows per block when building index lists (bounds the int64 temporaries)
+
 
 @dataclass
 class BinaryModel:
@@ -68,10 +72,10 @@ def one_vs_one_problems(y_index, keep, C_per_sample, n_classes: int, seeds) -> l
     binary problems scikit-learn makes ``classes_[1]`` the positive class."""
     problems = []
     for index, (first, second) in enumerate(OneVsOneLayout.pairs(n_classes)):
-        rows = np.flatnonzero(keep & ((y_index == first) | (y_index == second)))
+        rows = rows_where(keep if n_classes == 2 else keep & ((y_index == first) | (y_index == second)))
         positive = second if n_classes == 2 else first
-        signs = np.where(y_index[rows] == positive, 1.0, -1.0)
-        problems.append(SubProblem(index, (first, second), rows, signs, C_per_sample[rows], int(seeds[index])))
+        problems.append(SubProblem(index, (first, second), rows, pair_signs(y_index, rows, positive),
+                                   take_rows(C_per_sample, rows), int(seeds[index])))
     return problems
 
 
@@ -79,11 +83,30 @@ def one_vs_rest_problems(y_index, keep, C_per_sample, n_classes: int, seeds) -> 
     """Class ``k`` (+1) against all other classes (-1), on every kept row; one problem when binary."""
     if n_classes == 2:
         return one_vs_one_problems(y_index, keep, C_per_sample, n_classes, seeds)
-    rows = np.flatnonzero(keep)
+    rows = rows_where(keep)
     return [
-        SubProblem(k, (k,), rows, np.where(y_index[rows] == k, 1.0, -1.0), C_per_sample[rows], int(seeds[k]))
+        SubProblem(k, (k,), rows, pair_signs(y_index, rows, k), take_rows(C_per_sample, rows), int(seeds[k]))
         for k in range(n_classes)
     ]
+
+
+def rows_where(mask: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(mask)`` as int32 when the indices fit (4 bytes per row, not 8), built in blocks."""
+    n = mask.shape[0]
+    index_type = np.int32 if n < 2**31 else np.int64
+    if mask.all():
+        return np.arange(n, dtype=index_type)
+    return np.concatenate([np.flatnonzero(mask[start : start + ROW_BLOCK]).astype(index_type) + index_type(start)
+                           for start in range(0, n, ROW_BLOCK)])
+
+
+def pair_signs(y_index: np.ndarray, rows: np.ndarray, positive: int) -> np.ndarray:
+    """+1 for the rows of class ``positive``, -1 for the others, as int8 (one byte per row)."""
+    signs = np.full(len(rows), -1, dtype=np.int8)
+    for start in range(0, len(rows), ROW_BLOCK):
+        part = rows[start : start + ROW_BLOCK]
+        signs[start : start + len(part)][y_index[part] == positive] = 1
+    return signs
 
 
 def n_problems(multiclass: str, n_classes: int) -> int:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, prange
 
 from .data import MappedRows, is_memory_mapped
@@ -70,6 +71,13 @@ class SimplexProblem:
         The joint multiclass problem: ``y`` then holds class indices ``0..K-1``
         and ``Q_ij = label_gram[y_i, y_j] (k_ij + bias) + delta_ij / C_i``
         (see :func:`simplex_label_gram`).  Only the core-set solvers take it.
+    compact : bool
+        Keep no float64 array of length m (the core-set solvers, which read
+        only sampled rows and the core set): ``C`` may be a stride-0 broadcast
+        of one value, ``y`` stays in its given dtype (e.g. int8 signs), and
+        norms, ``1/C`` and ``diag(Q)`` are computed for the rows asked for
+        (``norms_of``, ``inv_c_of``, ``diag_of``, ``signs_of``).  The full
+        arrays are still available, materialized on first use.
     """
 
     X: object
@@ -79,11 +87,13 @@ class SimplexProblem:
     bias: bool = True
     lam: float = 0.0
     label_gram: np.ndarray | None = None
+    compact: bool = False
 
     def __post_init__(self):
         if is_memory_mapped(self.X) and not isinstance(self.X, MappedRows):
             self.X = MappedRows(self.X)  # row reads that keep the map's resident pages bounded
-        self.y = np.ascontiguousarray(self.y, dtype=np.float64)
+        if not self.compact or self.label_gram is not None:
+            self.y = np.ascontiguousarray(self.y, dtype=np.float64)
         if self.label_gram is not None:
             self.label_gram = np.ascontiguousarray(self.label_gram, dtype=np.float64)
             self.class_index = self.y.astype(np.int64)
@@ -92,10 +102,91 @@ class SimplexProblem:
                 raise ValueError("label_gram must be square and y must hold class indices for the joint problem")
             if self.class_index.min() < 0 or self.class_index.max() >= n_classes:
                 raise ValueError(f"class indices must lie in [0, {n_classes}) for a {n_classes}x{n_classes} label_gram")
-        self.inv_c = np.ascontiguousarray(1.0 / np.asarray(self.C, dtype=np.float64))
-        self.norms = squared_norms(self.X)
+        C = np.asarray(self.C, dtype=np.float64)
+        # One C for every sample (no sample or class weights) is stored as a stride-0
+        # broadcast: 1/C and, for RBF, the diagonal of Q are then single numbers.
+        self._inv_c_value = 1.0 / C.flat[0] if is_constant_array(C) else None
+        self._inv_c = None if self._inv_c_value is not None else np.ascontiguousarray(1.0 / C)
+        self._norms = self._diag = None
         self.data = as_solver_data(self.X.array if isinstance(self.X, MappedRows) else self.X)
-        self.diag = kernel_diagonal(self.X, self.kernel, self.norms) + self.bias_term + self.inv_c
+        if not self.compact or sp.issparse(self.X):
+            self._norms = squared_norms(self.X)
+        if not self.compact:
+            self._materialize()
+
+    def _materialize(self) -> None:
+        """The O(m) arrays the compiled engine and the gsvm family index directly."""
+        self.y = np.ascontiguousarray(self.y, dtype=np.float64)
+        if self._norms is None:
+            self._norms = squared_norms(self.X)
+        if self._inv_c is None:
+            self._inv_c = np.full(self.n_points, self._inv_c_value)
+        if self._diag is None:
+            self._diag = kernel_diagonal(self.X, self.kernel, self._norms) + self.bias_term + self._inv_c
+
+    # ---- per-point quantities ---------------------------------------------------
+    # A compact problem (the core-set solvers: they read only sampled rows and the
+    # core set) keeps no float64 array of length m: signs stay as given (int8), 1/C
+    # and the RBF diagonal are scalars when constant, squared norms are computed
+    # for the rows read.  The values equal the full arrays' entries bit for bit
+    # (row-wise einsum; the same elementwise formulas).
+    @property
+    def norms(self) -> np.ndarray:
+        """Squared norms of every row (materialized on first use in a compact problem)."""
+        if self._norms is None:
+            self._norms = squared_norms(self.X)
+        return self._norms
+
+    @property
+    def inv_c(self) -> np.ndarray:
+        """``1 / C_i`` of every row (materialized on first use in a compact problem)."""
+        if self._inv_c is None:
+            self._inv_c = np.full(self.n_points, self._inv_c_value)
+        return self._inv_c
+
+    @property
+    def diag(self) -> np.ndarray:
+        """``Q_ii`` of every row (materialized on first use in a compact problem)."""
+        if self._diag is None:
+            self._diag = kernel_diagonal(self.X, self.kernel, self.norms) + self.bias_term + self.inv_c
+        return self._diag
+
+    def signs_of(self, rows) -> np.ndarray:
+        """``y_i`` (float64) of the rows ``rows``."""
+        return np.asarray(self.y[rows], dtype=np.float64)
+
+    def norms_of(self, rows) -> np.ndarray:
+        """Squared norms of the rows ``rows``."""
+        if self._norms is not None:
+            return self._norms[rows]
+        return squared_norms(self.X[rows])
+
+    def inv_c_of(self, rows) -> np.ndarray:
+        """``1 / C_i`` of the rows ``rows``."""
+        if self._inv_c is not None:
+            return self._inv_c[rows]
+        return np.full(len(rows), self._inv_c_value)
+
+    def diag_of(self, rows) -> np.ndarray:
+        """``Q_ii`` of the rows ``rows``."""
+        if self._diag is not None:
+            return self._diag[rows]
+        if self.kernel.name == "rbf" and self._inv_c is None:
+            return np.full(len(rows), (1.0 + self.bias_term) + self._inv_c_value)
+        return (kernel_diagonal(self.X[rows], self.kernel, self.norms_of(rows)) + self.bias_term
+                + self.inv_c_of(rows))
+
+    def median_C(self) -> float:
+        """The median of ``C_i`` (as ``median(1 / inv_c)``), without an O(m) array when C is constant."""
+        if self._inv_c is None:
+            return float(1.0 / self._inv_c_value)
+        return float(np.median(1.0 / self._inv_c))
+
+    def median_diag(self) -> float:
+        """The median of ``Q_ii``, without an O(m) array when it is constant (RBF, one C)."""
+        if self._diag is None and self.kernel.name == "rbf" and self._inv_c is None:
+            return float((1.0 + self.bias_term) + self._inv_c_value)
+        return float(np.median(self.diag))
 
     @property
     def bias_term(self) -> float:
@@ -123,6 +214,7 @@ class SimplexProblem:
                 "the joint multiclass problem is solved by the core-set solvers only (solver='coreset' or 'cvm'); "
                 "the compiled engine and the gsvm family evaluate y_i y_j, not a label Gram"
             )
+        self._materialize()
         k = self.kernel
         return (
             self.data,
@@ -157,6 +249,18 @@ class SimplexProblem:
         Q = self.dense_Q() if Q is None else Q
         grad = 2.0 * Q @ alpha - self.lam * np.diag(Q)
         return float(alpha @ grad - grad.min())
+
+
+def is_constant_array(values: np.ndarray) -> bool:
+    """Whether ``values`` is a stride-0 broadcast of one number (``np.broadcast_to``): one value, no memory."""
+    return values.ndim == 1 and values.shape[0] > 0 and values.strides[0] == 0
+
+
+def take_rows(values: np.ndarray, rows) -> np.ndarray:
+    """``values[rows]``, keeping a stride-0 broadcast a broadcast (indexing one would copy it)."""
+    if is_constant_array(values):
+        return np.broadcast_to(values[:1], (len(rows),))
+    return values[rows]
 
 
 def simplex_label_gram(n_classes: int) -> np.ndarray:
@@ -266,7 +370,9 @@ def kkt_bias(problem: SimplexProblem, support: np.ndarray, alpha: np.ndarray, w2
     ``f_i = sum_j a_j y_j k(x_i, x_j)``; so ``b = y_i (||c||^2 - a_i / C_i) - f_i``,
     averaged over the SVs.  At the optimum it equals ``sum_i a_i y_i``.
     """
-    signed = alpha * problem.y[support]
+    signs = problem.signs_of(support)
+    signed = alpha * signs
     X_support = problem.X[support]
-    f = kernel_product(X_support, X_support, problem.kernel, signed, problem.norms[support], problem.norms[support])
-    return float(np.mean(problem.y[support] * (w2 - alpha * problem.inv_c[support]) - f))
+    norms = problem.norms_of(support)
+    f = kernel_product(X_support, X_support, problem.kernel, signed, norms, norms)
+    return float(np.mean(signs * (w2 - alpha * problem.inv_c_of(support)) - f))

@@ -33,12 +33,13 @@ from ._validation import (
     check_kernel_params,
     check_positive,
     class_weight_per_sample,
+    encode_labels,
     prepare_fit_matrix,
     prepare_predict_matrix,
     unfitted_on_failure,
 )
 from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
-from .data import is_memory_mapped, map_row_blocks, reject_zarr, validate_mapped_input
+from .data import is_memory_mapped, map_row_blocks, read_rows, reject_zarr, validate_mapped_input
 from .joint import fit_joint
 from .kernels import (
     KernelSpec,
@@ -58,7 +59,7 @@ from .multiclass import (
     one_vs_one_problems,
     one_vs_rest_problems,
 )
-from .problem import SimplexProblem, kkt_bias
+from .problem import SimplexProblem, kkt_bias, take_rows
 from .solvers.core_set import core_set_capacity
 from .solvers.dense import fits_dense, run_dense
 from .solvers.driver import SolverOptions, run_engine
@@ -536,6 +537,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             )
             X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
         check_class_labels(y)
+        if sample_weight is None:  # every row counts once: no float64 weight per row (out-of-core fits)
+            return X, y, None, np.ones(X.shape[0], dtype=bool)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not np.all(np.isfinite(sample_weight)):
             raise ValueError("sample_weight contains NaN or infinity")
@@ -565,8 +568,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         X, y, sample_weight, keep = self._validate_fit_input(X, y, sample_weight)
-        classes, y_index = np.unique(y, return_inverse=True)
-        if len(np.unique(y_index[keep])) < 2:
+        classes, y_index = encode_labels(y)
+        if np.count_nonzero(np.bincount(y_index[keep], minlength=len(classes))) < 2:
             raise ValueError(
                 "The training data must contain samples of at least 2 classes; got only one class "
                 f"({classes[y_index[keep]][0]!r})"
@@ -576,7 +579,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
         self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
-        C_per_sample = self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
+        C_per_sample = self._per_sample_C(sample_weight, classes, y)
         self._joint_model = None
         if self.multiclass == "joint":
             return self._fit_joint(X, y_index, keep, C_per_sample, rng)
@@ -596,6 +599,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         elif hasattr(self, "probA_"):
             del self.probA_, self.probB_
         return self
+
+    def _per_sample_C(self, sample_weight, classes, y) -> np.ndarray:
+        """``C_i = C w_i c_(y_i)``; one C for all (no weights) is a stride-0 broadcast: no memory per row."""
+        if sample_weight is None and self.class_weight is None:
+            return np.broadcast_to(np.float64(self.C), (len(y),))
+        if sample_weight is None:
+            sample_weight = np.ones(len(y))
+        return self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
 
     def _solve_problems(self, X, problems: list[SubProblem]) -> list[BinaryModel]:
         """Train the sub-problems, in parallel threads when ``n_jobs > 1``."""
@@ -635,9 +646,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         bias_rule = self._bias_rule
         # CVM solves the minimum enclosing ball (lam = 1) and stops by its (1 + eps) radius test.
         lam = 1.0 if self.solver == "cvm" else 0.0
-        simplex = SimplexProblem(X_rows, problem.signs, problem.C, self._kernel_spec, bias=bias_rule != "none",
-                                 lam=lam)
         options = self._solver_options(len(rows), problem.seed, budget.share())
+        # The core-set solvers read only sampled rows and the core set: no float64 array of length m.
+        simplex = SimplexProblem(X_rows, problem.signs, problem.C, self._kernel_spec, bias=bias_rule != "none",
+                                 lam=lam, compact=options.core_set)
         init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
         if self._small_problem_fast_path(X, len(rows), options):
             result = run_dense(simplex, options, init_idx, init_alpha)
@@ -727,7 +739,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         layout_class = OneVsRestLayout if self._decomposition == "ovr" else OneVsOneLayout
         layout = layout_class.build(models, y_index, len(self.classes_))
         self.support_ = layout.support
-        self.support_vectors_ = X[layout.support]
+        self.support_vectors_ = read_rows(X, layout.support)
         self.n_support_ = layout.n_support
         self.dual_coef_ = layout.dual_coef
         self.intercept_ = layout.intercept
@@ -741,7 +753,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._warm_rows = np.concatenate([model.rows for model in models])
         self._warm_alpha = np.concatenate([model.alpha for model in models])
         self._warm_offsets = np.cumsum([0] + [len(model.rows) for model in models]).astype(np.int64)
-        self._warm_support_classes = y_index[self.support_]
+        self._warm_support_classes = y_index[self.support_].astype(np.int64)
 
     # ------------------------------------------------------------ warm starts
     def _previous_solution(self, X, y_index, classes) -> list | None:
@@ -757,7 +769,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         rows, vectors = self.support_, self.support_vectors_  # still the previous fit's
         if vectors.shape[1] != X.shape[1] or (len(rows) and rows.max() >= X.shape[0]):
             return None
-        if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(X[rows], vectors):
+        if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(read_rows(X, rows), vectors):
             return None
         bounds = self._warm_offsets
         return [(self._warm_rows[a:b], self._warm_alpha[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
@@ -807,7 +819,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                fold_model.fit(X[train], y[train], sample_weight=sample_weight[train])
+                fold_weight = None if sample_weight is None else sample_weight[train]
+                fold_model.fit(X[train], y[train], sample_weight=fold_weight)
             held_out[test] = fold_model._pair_decisions(X[test])
         sigmoids = [fit_sigmoid(held_out[problem.rows, problem.index], problem.signs) for problem in problems]
         self.probA_ = np.array([a for a, _ in sigmoids])
@@ -848,7 +861,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         """``multiclass='joint'``: one simplex problem for all classes (see :mod:`coresvm.joint`)."""
         rows = np.flatnonzero(keep)
         X_rows = X if len(rows) == X.shape[0] else X[rows]
-        if self.solver in MEB_SOLVERS and np.ptp(C_per_sample[rows]) > 0:
+        if self.solver in MEB_SOLVERS and np.ptp(take_rows(C_per_sample, rows)) > 0:
             raise ValueError(
                 f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
                 "sample_weight or class_weight make C vary. Use solver='coreset' with weights."
@@ -875,7 +888,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.warm_started_ = False
         self._fitted_multiclass = "joint"
         self.support_ = model.support
-        self.support_vectors_ = X[model.support]
+        self.support_vectors_ = read_rows(X, model.support)
         self.n_support_ = np.bincount(model.support_class, minlength=len(self.classes_)).astype(np.int32)
         self.dual_coef_ = model.coef.T.copy()
         self.intercept_ = model.intercept

@@ -246,13 +246,13 @@ def _compact_gram_in_place(gram, keep):
 def _extended_block(problem, rows_a, rows_b) -> np.ndarray:
     """``Q[rows_a][:, rows_b]`` without the ``1/C`` diagonal (rows_a and rows_b are disjoint)."""
     K = kernel_block(problem.X[rows_a], problem.X[rows_b], problem.kernel,
-                     problem.norms[rows_a], problem.norms[rows_b])
+                     problem.norms_of(rows_a), problem.norms_of(rows_b))
     K += problem.bias_term
     if problem.is_joint:
         K *= problem.label_products(rows_a, rows_b)  # L[c_a, c_b] (seed 004 sec. 5.4)
         return K
-    K *= problem.y[rows_a][:, None]
-    K *= problem.y[rows_b][None, :]
+    K *= problem.signs_of(rows_a)[:, None]
+    K *= problem.signs_of(rows_b)[None, :]
     return K
 
 
@@ -264,12 +264,13 @@ def _add_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> No
         core.gram[n : n + k, :n] = cross
         core.gram[:n, n : n + k] = cross.T
     among = _extended_block(problem, new_points, new_points)
-    among[np.diag_indices(k)] = problem.diag[new_points]
+    new_diag = problem.diag_of(new_points)
+    among[np.diag_indices(k)] = new_diag
     core.gram[n : n + k, n : n + k] = among
     core.points[n : n + k] = new_points
     core.alpha[n : n + k] = new_alpha
     core.G[n : n + k] = new_G
-    core.diag[n : n + k] = problem.diag[new_points]
+    core.diag[n : n + k] = new_diag
     core.size = n + k
 
 
@@ -295,13 +296,13 @@ def _label_weighted_sums(problem, targets, support, alpha) -> np.ndarray:
         per_class = np.zeros((len(support), problem.label_gram.shape[0]))
         per_class[np.arange(len(support)), problem.class_index[support]] = alpha
         S = kernel_product(problem.X[targets], problem.X[support], problem.kernel, per_class,
-                           problem.norms[targets], problem.norms[support])
+                           problem.norms_of(targets), problem.norms_of(support))
         S += problem.bias_term * per_class.sum(axis=0)
         return np.einsum("tc,tc->t", S, problem.label_gram[problem.class_index[targets]])
-    signed = alpha * problem.y[support]
+    signed = alpha * problem.signs_of(support)
     sums = kernel_product(problem.X[targets], problem.X[support], problem.kernel, signed,
-                          problem.norms[targets], problem.norms[support])
-    return problem.y[targets] * (sums + problem.bias_term * signed.sum())
+                          problem.norms_of(targets), problem.norms_of(support))
+    return problem.signs_of(targets) * (sums + problem.bias_term * signed.sum())
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
@@ -322,7 +323,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     status, gap, scale, n2 = STATUS_MAX_ITER, np.inf, 1.0, 0.0
     n_candidates = min(options.n_candidates, m)
     whole_sample = n_candidates == m and not options.stratified  # every round scores every point
-    sweep, sweep_pos = rng.permutation(m), 0
+    sweep, sweep_pos = (rng.permutation(m) if m <= SWEEP_MAX_POINTS else None), 0
     outer_rel_gap = np.inf
     finishing = core_set_full = False
     settled = None  # (support, alpha) after the last inner solve that time did not cut: the anytime model
@@ -358,7 +359,8 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
 
         candidates, sweep_pos = _next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
         candidates = candidates[~in_core[candidates]]
-        cand_scores = _score_candidates(problem, candidates, core) - 0.5 * lam * problem.diag[candidates]
+        cand_diag = problem.diag_of(candidates)
+        cand_scores = _score_candidates(problem, candidates, core) - 0.5 * lam * cand_diag
         core_best = float(np.min(G - 0.5 * lam * diag))
         sample_best = float(cand_scores.min()) if len(candidates) else np.inf
         gap = 2.0 * (mean_score - min(core_best, sample_best))
@@ -401,7 +403,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             break
         if len(violating):
             worst = violating[np.argsort(cand_scores[violating])[: options.max_add]]
-            new_G = cand_scores[worst] + 0.5 * lam * problem.diag[candidates[worst]]
+            new_G = cand_scores[worst] + 0.5 * lam * cand_diag[worst]
             n_new = _grow(problem, core, in_core, candidates[worst], new_G, options.max_add)
             if n_new == 0:
                 # No room left in the budget: one last strict solve of the core set, then stop.
@@ -418,7 +420,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
 
 def _exact_gradient(problem, support, alpha) -> np.ndarray:
     """``(Q a)`` on the support, from the kernel in float64."""
-    return _label_weighted_sums(problem, support, support, alpha) + problem.inv_c[support] * alpha
+    return _label_weighted_sums(problem, support, support, alpha) + problem.inv_c_of(support) * alpha
 
 
 def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int) -> int:
@@ -438,12 +440,36 @@ def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int)
     return len(new_points)
 
 
+# A sweep's permutation costs 8 bytes per point.  Beyond 2^22 points (32 MiB) the
+# candidates of a round are drawn independently instead: a run scores far fewer
+# than m points (rounds x n_candidates; a few hundred thousand for thousands of
+# SVs), so a sweep would never wrap and its draws are, up to the rare repeat,
+# uniform draws without replacement as well.  Memory then stays O(1) per point.
+SWEEP_MAX_POINTS = 2**22
+
+
+def draw_distinct(rng, m: int, k: int) -> np.ndarray:
+    """``min(k, m)`` distinct uniform random indices in ``[0, m)``, sorted, with O(k) memory.
+
+    Draws with replacement and rejects repeats (RandomState.choice without
+    replacement would permute all ``m``); deterministic for a given ``rng`` state.
+    """
+    k = min(k, m)
+    if 2 * k >= m:  # rejection would take long (coupon collector); a permutation is O(k) memory here
+        return np.sort(rng.permutation(m)[:k]).astype(np.int64)
+    picks = np.unique(rng.randint(0, m, size=k))
+    while len(picks) < k:
+        picks = np.unique(np.concatenate([picks, rng.randint(0, m, size=k - len(picks))]))
+    return picks.astype(np.int64)
+
+
 def _next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, sweep_pos):
     """The next candidates and the new sweep position.
 
     Uniform: the next ``n_candidates`` points of a random permutation (a sweep,
     so no point is scored twice before all have been scored once; a fresh
-    permutation after each pass).  Stratified: gsvm's "fair" draw, a class
+    permutation after each pass; past :data:`SWEEP_MAX_POINTS` points, distinct
+    random points instead, see :func:`draw_distinct`).  Stratified: gsvm's "fair" draw, a class
     first, then a point of it (seed 004, option -s).
     """
     if stratified:
@@ -452,6 +478,8 @@ def _next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, s
         which = rng.randint(0, len(labels), size=n_candidates)
         picks = np.array([members[k][rng.randint(0, len(members[k]))] for k in which], dtype=np.int64)
         return np.unique(picks), sweep_pos
+    if sweep is None:
+        return draw_distinct(rng, problem.n_points, n_candidates), sweep_pos
     m = len(sweep)
     if sweep_pos + n_candidates > m:
         sweep[:] = rng.permutation(m)

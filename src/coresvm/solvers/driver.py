@@ -9,7 +9,7 @@ import numpy as np
 
 from ..cache import ColumnCache
 from ..problem import SimplexProblem
-from .core_set import CoreSetState, _exact_gradient, solve_core_set
+from .core_set import SWEEP_MAX_POINTS, CoreSetState, _exact_gradient, draw_distinct, solve_core_set
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
 from .geometric import (
     BALL_RULES,
@@ -105,12 +105,38 @@ def balanced_initial_points(y: np.ndarray, n_init: int, rng: np.random.RandomSta
     """
     labels = np.unique(y)
     per_class = max(1, n_init // len(labels))
+    if len(y) > SWEEP_MAX_POINTS:
+        return _balanced_draws(y, labels, per_class, rng)
     chosen = []
     for label in labels:
         members = np.flatnonzero(y == label)
         take = min(per_class, len(members))
         chosen.append(rng.choice(members, size=take, replace=False))
     return np.sort(np.concatenate(chosen)).astype(np.int64)
+
+
+def _balanced_draws(y: np.ndarray, labels: np.ndarray, per_class: int, rng) -> np.ndarray:
+    """``balanced_initial_points`` without index lists of length m (large problems).
+
+    Random distinct points are drawn and kept per class until every class has
+    ``per_class`` (or all its members); a class still short after 64 draws
+    (a rare class) is completed from its member list, which is then short.
+    """
+    chosen = {label: np.zeros(0, dtype=np.int64) for label in labels}
+    for _ in range(64):
+        short = [label for label in labels if len(chosen[label]) < per_class]
+        if not short:
+            break
+        draws = draw_distinct(rng, len(y), 4 * per_class * len(labels))
+        for label in short:
+            fresh = np.setdiff1d(draws[y[draws] == label], chosen[label])
+            chosen[label] = np.concatenate([chosen[label], fresh[: per_class - len(chosen[label])]])
+    for label in labels:
+        if len(chosen[label]) < per_class:
+            members = np.setdiff1d(np.flatnonzero(y == label), chosen[label])
+            take = min(per_class - len(chosen[label]), len(members))
+            chosen[label] = np.concatenate([chosen[label], rng.choice(members, size=take, replace=False)])
+    return np.sort(np.concatenate(list(chosen.values()))).astype(np.int64)
 
 
 def _strata(y: np.ndarray, stratified: bool):
@@ -227,8 +253,7 @@ def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
     """The final eps of a gsvm-family run: given, or gsvm's default for the stopping rule."""
     if options.eps is not None:
         return float(options.eps)
-    C = float(np.median(1.0 / problem.inv_c))
-    return default_eps(options.stopping, float(np.median(problem.diag)), C)
+    return default_eps(options.stopping, problem.median_diag(), problem.median_C())
 
 
 def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
