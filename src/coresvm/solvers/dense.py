@@ -266,11 +266,12 @@ def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndar
     init_alpha = np.asarray(init_alpha, dtype=np.float64)
     init_alpha = init_alpha / init_alpha.sum()
     # The loop permutes its inputs in place: it gets copies (X's float64 copy doubles as one).
+    # A compact problem (the core-set solvers' form) keeps int8 signs: the loop wants float64.
     X = np.array(X, dtype=np.float64, order="C", copy=True)
     kernel = problem.kernel
     start = time.perf_counter()
     alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_dense_loop(
-        X, problem.norms.astype(np.float64), problem.y.copy(), problem.inv_c.copy(), np.int64(kernel.code),
+        X, problem.norms.astype(np.float64), np.array(problem.y, dtype=np.float64), problem.inv_c.copy(), np.int64(kernel.code),
         float(kernel.gamma), float(kernel.coef0), float(kernel.degree), problem.bias_term, problem.diag.copy(),
         float(problem.lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
         float(options.eta), float(options.tol), np.int64(options.max_iter), float(options.max_time),
