@@ -271,8 +271,9 @@ def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndar
     kernel = problem.kernel
     start = time.perf_counter()
     alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_dense_loop(
-        X, problem.norms.astype(np.float64), np.array(problem.y, dtype=np.float64), problem.inv_c.copy(), np.int64(kernel.code),
-        float(kernel.gamma), float(kernel.coef0), float(kernel.degree), problem.bias_term, problem.diag.copy(),
+        X, problem.norms.astype(np.float64), np.array(problem.y, dtype=np.float64), problem.inv_c.copy(),
+        np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), problem.bias_term,
+        problem.diag.copy(),
         float(problem.lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
         float(options.eta), float(options.tol), np.int64(options.max_iter), float(options.max_time),
         np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
