@@ -241,3 +241,13 @@ def test_full_core_set_warns_to_raise_cache_size(binary_data):
     with pytest.warns(ConvergenceWarning, match="Increase cache_size"):
         model = CoreSVC(C=1e4, gamma=2.0, cache_size=tiny, random_state=0).fit(X, y)
     assert model.solver_info_[0]["status"] == "core_set_full" and len(model.support_) <= 64
+
+
+def test_full_core_set_warning_counts_cvm_capacity_at_its_radius_tolerance(binary_data):
+    # CVM runs its core set at tol = (1 + eps)^2 - 1 (tiny), so its Gram is float64: a budget of
+    # 100 x 100 float64 entries holds 100 points, not the 141 a float32 Gram at the user's tol would.
+    X, y = binary_data
+    budget_mb = 100 * 100 * 8 / 2**20
+    with pytest.warns(ConvergenceWarning, match=r"holds 100 points"):
+        model = CoreSVC(solver="cvm", C=1e4, gamma=2.0, cache_size=budget_mb, random_state=0).fit(X, y)
+    assert model.solver_info_[0]["status"] == "core_set_full"

@@ -718,7 +718,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         for model in models:
             info = model.info
             if info["status"] == "core_set_full":
-                capacity = core_set_capacity(int(self.cache_size * 2**20), float(self.tol))
+                # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
+                solver_tol = (1.0 + info["eps"]) ** 2 - 1.0 if self.solver == "cvm" and "eps" in info else self.tol
+                capacity = core_set_capacity(int(self.cache_size * 2**20), float(solver_tol))
                 warnings.warn(
                     f"CoreSVC: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
                     f"{capacity} points) before convergence (relative gap {info['relative_gap']:.2e}); the model so "
