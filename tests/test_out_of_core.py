@@ -95,12 +95,36 @@ def test_memmap_prediction_checks_feature_count(checkerboard_on_disk, tmp_path):
         model.predict(np.load(tmp_path / "wide.npy", mmap_mode="r"))
 
 
-def test_zarr_input_gets_a_clear_error():
+def test_zarr_input_trains_like_the_in_memory_array(tmp_path, monkeypatch):
     zarr = pytest.importorskip("zarr")
-    X, y = make_checkerboard(100, random_state=0)
-    z = zarr.array(X)
-    with pytest.raises(TypeError, match="mmap_mode='r'"):
-        CoreSVC().fit(z, y)
+    monkeypatch.setenv("CORESVM_TMPDIR", str(tmp_path))
+    X, y = make_checkerboard(3000, random_state=0)
+    X_test, _ = make_checkerboard(500, random_state=1)
+    z, z_test = zarr.array(X, chunks=(700, 2)), zarr.array(X_test, chunks=(300, 2))
+    in_memory = CoreSVC(C=100.0, gamma=2.0, random_state=0).fit(X, y)
+    from_zarr = CoreSVC(C=100.0, gamma=2.0, random_state=0).fit(z, y)
+    np.testing.assert_array_equal(from_zarr.support_, in_memory.support_)
+    np.testing.assert_array_equal(from_zarr.dual_coef_, in_memory.dual_coef_)
+    np.testing.assert_array_equal(from_zarr.predict(z_test), in_memory.predict(X_test))
+    np.testing.assert_array_equal(from_zarr.decision_function(z_test), in_memory.decision_function(X_test))
+    assert list(tmp_path.iterdir()) == []  # the temporary copies are unlinked
+
+
+def test_zarr_input_checks_shape_and_dtype():
+    zarr = pytest.importorskip("zarr")
+    with pytest.raises(ValueError, match="2-D Zarr"):
+        CoreSVC().fit(zarr.array(np.zeros(10)), np.arange(10) % 2)
+    with pytest.raises(ValueError, match="must hold numbers"):
+        CoreSVC().fit(zarr.array(np.zeros((4, 2), dtype=complex)), [0, 1, 0, 1])
+
+
+def test_zarr_with_nan_is_rejected(tmp_path, monkeypatch):
+    zarr = pytest.importorskip("zarr")
+    monkeypatch.setenv("CORESVM_TMPDIR", str(tmp_path))
+    X, y = make_checkerboard(200, random_state=0)
+    X[17, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        CoreSVC().fit(zarr.array(X), y)
 
 
 # ---- per-row memory of the sampling solvers (compact problems) -------------------------------

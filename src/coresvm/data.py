@@ -18,6 +18,8 @@ solver's own memory (core-set Gram, cache) instead of growing to the file size.
 from __future__ import annotations
 
 import mmap
+import os
+import tempfile
 
 import numpy as np
 import scipy.sparse as sp
@@ -236,12 +238,40 @@ def validate_mapped_input(estimator, X, reset: bool):
     return X
 
 
-def reject_zarr(X) -> None:
-    """Zarr arrays are not read row by row here: say what to do instead."""
-    if is_zarr_array(X):
-        raise TypeError(
-            "CoreSVC does not read Zarr arrays directly (their chunks are compressed, so a random row read "
-            "decompresses a whole chunk). Either save the array as a .npy file and pass np.load(path, "
-            "mmap_mode='r'), or train on a Dask cluster: coresvm.distributed.fit_cascade(model, "
-            "dask.array.from_zarr(z), y)."
-        )
+def zarr_as_memmap(X):
+    """A Zarr array as a read-only ``.npy`` memmap; anything else is returned as it is.
+
+    A Zarr array's chunks are compressed, so the solvers' random row reads would
+    decompress a whole chunk per row.  Instead the array is decompressed once, in
+    row blocks of :data:`BLOCK_BYTES`, into a temporary ``.npy`` file (in
+    ``$CORESVM_TMPDIR``, else the system's temporary directory), which is then mapped
+    read-only and takes the memmap path: resident memory stays bounded, and the disk
+    holds the uncompressed data until the map is dropped (the file is unlinked at
+    once; the OS frees it with the last reference).  Integer and boolean arrays are
+    written as float64, float32 stays float32.
+    """
+    if not is_zarr_array(X):
+        return X
+    if len(X.shape) != 2:
+        raise ValueError(f"Expected a 2-D Zarr array; got one of shape {X.shape}")
+    dtype = np.dtype(X.dtype)
+    if dtype.kind not in "fiub":
+        raise ValueError(f"A Zarr X must hold numbers (got dtype {dtype})")
+    dtype = np.dtype(np.float32) if dtype == np.float32 else np.dtype(np.float64)
+    directory = os.environ.get("CORESVM_TMPDIR") or tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(prefix="coresvm-zarr-", suffix=".npy", dir=directory)
+    os.close(fd)
+    try:
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=tuple(X.shape))
+        step = max(1, BLOCK_BYTES // max(1, dtype.itemsize * int(X.shape[1])))
+        for start in range(0, X.shape[0], step):
+            stop = min(start + step, X.shape[0])
+            out[start:stop] = np.asarray(X[start:stop], dtype=dtype)
+        out.flush()
+        del out
+        return np.load(path, mmap_mode="r")
+    except OSError as error:
+        raise OSError(f"could not write the temporary copy of the Zarr array to {directory}: {error}; "
+                      "set CORESVM_TMPDIR to a directory with room for the uncompressed data") from error
+    finally:
+        os.unlink(path)  # the map (if any) keeps the data until it is closed

@@ -39,7 +39,7 @@ from ._validation import (
     unfitted_on_failure,
 )
 from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
-from .data import is_memory_mapped, map_row_blocks, read_rows, reject_zarr, validate_mapped_input
+from .data import is_memory_mapped, map_row_blocks, read_rows, validate_mapped_input, zarr_as_memmap
 from .joint import fit_joint
 from .kernels import (
     KernelSpec,
@@ -526,7 +526,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return self.bias
 
     def _validate_fit_input(self, X, y, sample_weight):
-        reject_zarr(X)
+        X = zarr_as_memmap(X)  # decompressed once into a temporary .npy map (data.py)
         if is_memory_mapped(X):  # out of core: checked in row blocks, never copied (data.py)
             X = validate_mapped_input(self, X, reset=True)
             y = column_or_1d(y, warn=True)
@@ -556,7 +556,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training vectors; CSR input is used without densifying and float32
-            input is kept in float32.
+            input is kept in float32.  A memory-mapped array (``np.load(path,
+            mmap_mode='r')``) is read in row blocks and never copied; a Zarr array
+            is first decompressed into a temporary ``.npy`` map (README,
+            "Out-of-core and Dask").
         y : array-like of shape (n_samples,)
             Class labels (any hashable type numpy can sort).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -914,7 +917,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- predict
     def _pair_decisions(self, X) -> np.ndarray:
         check_is_fitted(self)
-        reject_zarr(X)
+        X = zarr_as_memmap(X)
         if is_memory_mapped(X):  # streamed in row blocks (data.py)
             X = validate_mapped_input(self, X, reset=False)
             decisions = map_row_blocks(lambda block: kernel_product(
