@@ -251,3 +251,13 @@ def test_full_core_set_warning_counts_cvm_capacity_at_its_radius_tolerance(binar
     with pytest.warns(ConvergenceWarning, match=r"holds 100 points"):
         model = CoreSVC(solver="cvm", C=1e4, gamma=2.0, cache_size=budget_mb, random_state=0).fit(X, y)
     assert model.solver_info_[0]["status"] == "core_set_full"
+
+
+@pytest.mark.parametrize("multiclass", ["ovo", "joint"])
+def test_convergence_warnings_point_at_the_callers_line(multiclass):
+    X, y = load_iris(return_X_y=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        CoreSVC(multiclass=multiclass, max_iter=3, random_state=0).fit(X, y)
+    stopped = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert stopped and all(w.filename == __file__ for w in stopped), [(w.filename, str(w.message)) for w in stopped]

@@ -719,25 +719,31 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     def _warn_unconverged(self, models: list[BinaryModel]) -> None:
         """One ConvergenceWarning per sub-problem that stopped early (issued here, in the calling thread)."""
         for model in models:
-            info = model.info
-            if info["status"] == "core_set_full":
-                # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
-                solver_tol = (1.0 + info["eps"]) ** 2 - 1.0 if self.solver == "cvm" and "eps" in info else self.tol
-                capacity = core_set_capacity(int(self.cache_size * 2**20), float(solver_tol))
-                warnings.warn(
-                    f"CoreSVC: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
-                    f"{capacity} points) before convergence (relative gap {info['relative_gap']:.2e}); the model so "
-                    "far is kept. Increase cache_size.",
-                    ConvergenceWarning,
-                    stacklevel=4,  # _warn_unconverged <- fit <- unfitted_on_failure <- the caller
-                )
-            elif info["status"] not in ("converged", "callback"):
-                warnings.warn(
-                    f"CoreSVC stopped before convergence ({info['status']}, relative gap {info['relative_gap']:.2e}"
-                    f" > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
-                    ConvergenceWarning,
-                    stacklevel=4,  # _warn_unconverged <- fit <- unfitted_on_failure <- the caller
-                )
+            self._warn_if_stopped_early(model.info["status"], model.info["relative_gap"], model.info.get("eps"))
+
+    def _warn_if_stopped_early(self, status: str, relative_gap: float, eps: float | None, what: str = "CoreSVC"):
+        """The ConvergenceWarning for a solve that ended with ``status`` (none when it converged)."""
+        # Called from fit's helpers: _warn_if_stopped_early <- (_warn_unconverged | _fit_joint) <- fit
+        # <- unfitted_on_failure <- the caller.
+        stacklevel = 5
+        if status == "core_set_full":
+            # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
+            solver_tol = (1.0 + eps) ** 2 - 1.0 if self.solver == "cvm" and eps is not None else self.tol
+            capacity = core_set_capacity(int(self.cache_size * 2**20), float(solver_tol))
+            warnings.warn(
+                f"{what}: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
+                f"{capacity} points) before convergence (relative gap {relative_gap:.2e}); the model so "
+                "far is kept. Increase cache_size.",
+                ConvergenceWarning,
+                stacklevel=stacklevel,
+            )
+        elif status not in ("converged", "callback"):
+            warnings.warn(
+                f"{what} stopped before convergence ({status}, relative gap {relative_gap:.2e}"
+                f" > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
+                ConvergenceWarning,
+                stacklevel=stacklevel,
+            )
 
     def _set_fitted_attributes(self, X, y_index, models) -> None:
         self._decomposition = "ovr" if self.multiclass == "ovr" and len(self.classes_) > 2 else "ovo"
@@ -875,14 +881,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_budget)
         model, result = fit_joint(X_rows, y_index[rows], len(self.classes_), C_per_sample[rows], self._kernel_spec,
                                   options, self._bias_rule)
-        if result.status != "converged":
-            warnings.warn(
-                f"CoreSVC (multiclass='joint') stopped before convergence ({result.status}, relative gap "
-                f"{result.rel_gap:.2e} > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time "
-                "(or cache_size when the core set is full) or loosen tol.",
-                ConvergenceWarning,
-                stacklevel=4,  # _fit_joint <- fit <- unfitted_on_failure <- the caller
-            )
+        self._warn_if_stopped_early(result.status, result.rel_gap, result.eps, "CoreSVC (multiclass='joint')")
         model.support = rows[model.support]
         self._joint_model = model
         # A previous one-vs-one/one-vs-rest fit's state must not survive: no pairwise
