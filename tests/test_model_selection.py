@@ -202,6 +202,17 @@ def test_restart_probe_still_finds_the_corner_peak_with_one_restart():
     assert not any(step["action"] == "probed" for step in search.search_path_)
 
 
+@pytest.mark.parametrize("surface", ["unimodal", "bimodal"])
+@pytest.mark.parametrize("n_restarts", [1, 3])
+def test_search_path_reports_every_evaluated_point_once(surface, n_restarts):
+    # Including a restart's probe point when the walk goes on from it (the gallery colours points by it).
+    X, y = toy_data()
+    search = PatternSearchCV(SurfaceEstimator(surface=surface), cv=2, n_restarts=n_restarts, refit=False).fit(X, y)
+    reported = [(p["C"], p["gamma"]) for step in search.search_path_ for p in step["new"]]
+    evaluated = [(p["C"], p["gamma"]) for p in search.cv_results_["params"]]
+    assert sorted(reported) == sorted(evaluated)
+
+
 def test_out_of_grid_points_are_clipped_or_skipped():
     assert _cross_pattern((1, 6), 4, (8, 8), "skip") == [(1, 6), (5, 6), (1, 2)]
     assert _cross_pattern((1, 6), 4, (8, 8), "clip") == [(1, 6), (0, 6), (5, 6), (1, 2), (1, 7)]

@@ -350,8 +350,9 @@ class PatternSearchCV(BaseSearchCV):
 
         def walk(run, center, step):
             explored = set(scores)  # points of earlier walks
+            probed = []  # the restart point, when evaluated alone: reported with the walk's first step
             if run > 0 and self.restart_probe:
-                evaluate([center])
+                probed = evaluate([center])
                 nearest = min(_distance(q, center) for q in explored)
                 if any(scores[q] >= scores[center] for q in explored if _distance(q, center) == nearest):
                     # The restart point scores no better than the explored ground nearest to it:
@@ -370,7 +371,8 @@ class PatternSearchCV(BaseSearchCV):
                 if run > 0 and any(scores[q] >= scores[best] for q in explored if _distance(q, best) <= step):
                     action = "joined"  # a restart reached ground an earlier walk already climbed: stop
                 self.search_path_.append({"run": run, "center": params_at(center), "step": step,
-                                          "new": [params_at(i) for i in new], "action": action})
+                                          "new": [params_at(i) for i in probed + new], "action": action})
+                probed = []
                 if action == "joined":
                     return
                 if best == center:
