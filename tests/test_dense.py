@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_digits
-from test_solvers import dense_alpha, exact_solution, make_problem
+from test_solvers import assert_reaches_exact_optimum, dense_alpha, exact_solution, make_problem
 
 from coresvm.solvers.dense import fits_dense, run_dense, solve_dense_loop
 from coresvm.solvers.driver import SolverOptions
@@ -18,12 +18,7 @@ def test_dense_solver_reaches_exact_optimum(second, lam, kernel, bias):
     problem = make_problem(lam=lam, kernel=kernel, bias=bias)
     _, f_star, Q = exact_solution(problem)
     result = run_dense(problem, SolverOptions(second_vertex=second, tol=1e-9, seed=0))
-    alpha = dense_alpha(result, problem.n_points)
-    assert result.status == "converged"
-    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
-    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
-    assert problem.duality_gap(alpha, Q) <= 1e-6
-    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-8)
+    assert_reaches_exact_optimum(problem, result, f_star, Q)
 
 
 @pytest.mark.parametrize("tol", [1e-1, 1e-2, 1e-3])

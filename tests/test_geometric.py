@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_solvers import exact_solution
+from test_solvers import dense_alpha, exact_solution
 
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec
@@ -30,12 +30,6 @@ def rbf_problem(m=120, C=10.0, seed=0, bias=True):
     X = rng.randn(m, 3)
     y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.randn(m) > 0, 1.0, -1.0)
     return SimplexProblem(X, y, np.full(m, C), KernelSpec("rbf", gamma=0.5), bias=bias, lam=0.0)
-
-
-def dense_alpha(result, m):
-    alpha = np.zeros(m)
-    alpha[result.support] = result.alpha
-    return alpha
 
 
 def run(problem, rule, stopping, eps, **extra):

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_digits, load_iris, make_blobs, make_classification
 from sklearn.model_selection import train_test_split
 from sklearn.utils.estimator_checks import check_estimator
-from test_solvers import exact_solution
+from test_solvers import assert_reaches_exact_optimum, exact_solution
 
 from coresvm.joint import fit_joint, joint_problem
 from coresvm.kernels import KernelSpec, kernel_block
@@ -29,12 +29,6 @@ def small_joint_problem(m=60, n_classes=3, seed=0, bias=True, kernel=SPEC):
     X, y = make_blobs(n_samples=m, centers=n_classes, n_features=3, cluster_std=2.0, random_state=seed)
     C = 10.0 * np.random.RandomState(seed).uniform(0.5, 2.0, size=m)  # per-sample C: the weighted diagonal
     return joint_problem(X, y, n_classes, C, kernel, bias=bias)
-
-
-def dense_alpha(result, m):
-    alpha = np.zeros(m)
-    alpha[result.support] = result.alpha
-    return alpha
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 5, 10])
@@ -78,12 +72,7 @@ def test_core_set_solver_reaches_the_exact_joint_optimum(n_candidates, max_add, 
     options = SolverOptions(core_set=True, n_candidates=n_candidates, max_add=max_add, second_vertex="imdm",
                             tol=1e-9, seed=0)
     result = run_engine(problem, options)
-    alpha = dense_alpha(result, problem.n_points)
-    assert result.status == "converged"
-    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
-    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
-    assert problem.duality_gap(alpha, Q) <= 1e-6
-    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-8)
+    alpha = assert_reaches_exact_optimum(problem, result, f_star, Q)
     # KKT of the simplex problem: (Q a)_i >= a'Qa for every point, with equality on the support
     g = Q @ alpha
     rho = alpha @ g

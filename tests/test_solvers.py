@@ -42,6 +42,19 @@ def dense_alpha(result, m):
     return alpha
 
 
+def assert_reaches_exact_optimum(problem, result, f_star, Q) -> np.ndarray:
+    """A converged run's checks against the SLSQP optimum ``f_star``: feasible, optimal, gap, ``||w||^2``.
+
+    Returns the solution as a dense vector of length m."""
+    alpha = dense_alpha(result, problem.n_points)
+    assert result.status == "converged"
+    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
+    assert problem.duality_gap(alpha, Q) <= 1e-6
+    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-8)
+    return alpha
+
+
 LINEAR_RATE = [("mfw", "mdm"), ("swap", "mdm"), ("swap", "imdm"), ("swap", "gmdm"), ("mdm", "mdm"), ("mdm", "imdm")]
 
 
@@ -193,12 +206,7 @@ def test_core_set_solver_reaches_exact_optimum(n_candidates, max_add, second, la
     options = SolverOptions(core_set=True, n_candidates=n_candidates, max_add=max_add, second_vertex=second,
                             tol=1e-9, seed=0)
     result = run_engine(problem, options)
-    alpha = dense_alpha(result, problem.n_points)
-    assert result.status == "converged"
-    assert np.all(alpha >= 0) and alpha.sum() == pytest.approx(1.0, abs=1e-12)
-    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
-    assert problem.duality_gap(alpha, Q) <= 1e-6
-    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-8)
+    assert_reaches_exact_optimum(problem, result, f_star, Q)
 
 
 def test_core_set_solver_on_csr_matches_dense():
