@@ -117,12 +117,8 @@ class SimplexProblem:
     def _materialize(self) -> None:
         """The O(m) arrays the compiled engine and the gsvm family index directly."""
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
-        if self._norms is None:
-            self._norms = squared_norms(self.X)
-        if self._inv_c is None:
-            self._inv_c = np.full(self.n_points, self._inv_c_value)
-        if self._diag is None:
-            self._diag = kernel_diagonal(self.X, self.kernel, self._norms) + self.bias_term + self._inv_c
+        for name in ("norms", "inv_c", "diag"):  # each property builds its array on first use
+            getattr(self, name)
 
     # ---- per-point quantities ---------------------------------------------------
     # A compact problem (the core-set solvers: they read only sampled rows and the
@@ -167,12 +163,18 @@ class SimplexProblem:
             return self._inv_c[rows]
         return np.full(len(rows), self._inv_c_value)
 
+    def _constant_diag(self) -> float | None:
+        """``Q_ii`` when it is one number for every row (RBF, ``k(x, x) = 1``, and one C), else None."""
+        if self.kernel.name == "rbf" and self._inv_c is None:
+            return (1.0 + self.bias_term) + self._inv_c_value
+        return None
+
     def diag_of(self, rows) -> np.ndarray:
         """``Q_ii`` of the rows ``rows``."""
         if self._diag is not None:
             return self._diag[rows]
-        if self.kernel.name == "rbf" and self._inv_c is None:
-            return np.full(len(rows), (1.0 + self.bias_term) + self._inv_c_value)
+        if (constant := self._constant_diag()) is not None:
+            return np.full(len(rows), constant)
         return (kernel_diagonal(self.X[rows], self.kernel, self.norms_of(rows)) + self.bias_term
                 + self.inv_c_of(rows))
 
@@ -184,8 +186,8 @@ class SimplexProblem:
 
     def median_diag(self) -> float:
         """The median of ``Q_ii``, without an O(m) array when it is constant (RBF, one C)."""
-        if self._diag is None and self.kernel.name == "rbf" and self._inv_c is None:
-            return float((1.0 + self.bias_term) + self._inv_c_value)
+        if self._diag is None and (constant := self._constant_diag()) is not None:
+            return float(constant)
         return float(np.median(self.diag))
 
     @property

@@ -872,15 +872,16 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         """``multiclass='joint'``: one simplex problem for all classes (see :mod:`coresvm.joint`)."""
         rows = np.flatnonzero(keep)
         X_rows = X if len(rows) == X.shape[0] else X[rows]
-        if self.solver in MEB_SOLVERS and np.ptp(take_rows(C_per_sample, rows)) > 0:
+        C_rows = take_rows(C_per_sample, rows)
+        if self.solver in MEB_SOLVERS and np.ptp(C_rows) > 0:
             raise ValueError(
                 f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
                 "sample_weight or class_weight make C vary. Use solver='coreset' with weights."
             )
         time_budget = self.max_time if self.max_time is not None else np.inf
         options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_budget)
-        model, result = fit_joint(X_rows, y_index[rows], len(self.classes_), C_per_sample[rows], self._kernel_spec,
-                                  options, self._bias_rule)
+        model, result = fit_joint(X_rows, y_index[rows], len(self.classes_), C_rows, self._kernel_spec, options,
+                                  self._bias_rule)
         self._warn_if_stopped_early(result.status, result.rel_gap, result.eps, "CoreSVC (multiclass='joint')")
         model.support = rows[model.support]
         self._joint_model = model
