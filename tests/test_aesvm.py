@@ -1,6 +1,5 @@
 """AESVM (seed 003): segmentation, CheckPoint, DeriveAE/DeriveRS guarantees, and the AESVC estimator."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +9,7 @@ from sklearn.datasets import make_blobs, make_classification
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import SVC
-from sklearn.utils.estimator_checks import check_estimator
+from test_svc import check_estimator_with_gamma_scale
 
 from coresvm import AESVC, aesvc
 from coresvm import aesvm as A
@@ -378,11 +377,4 @@ def test_one_class_rejected(board):
 
 
 def test_check_estimator():
-    # as for SVC and CoreSVC: gamma='scale' is computed from X, which repeating rows changes
-    expected = {
-        "check_sample_weight_equivalence_on_dense_data": "gamma='scale' is computed from X",
-        "check_sample_weight_equivalence_on_sparse_data": "gamma='scale' is computed from X",
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check_estimator(AESVC(), expected_failed_checks=expected)
+    check_estimator_with_gamma_scale(AESVC())

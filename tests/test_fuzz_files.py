@@ -90,19 +90,11 @@ def no_pickle(monkeypatch):
         monkeypatch.setattr(pickle, name, refuse)
 
 
+@pytest.mark.parametrize("kind", ["native", "libsvm"])
 @FUZZ
 @given(data=st.data())
-def test_damaged_native_model_files(tmp_path, small, model_files, no_pickle, data):
-    blob = data.draw(damaged(model_files["native"]))
-    path = tmp_path / "m"
-    path.write_bytes(blob)
-    _load_or_documented_error(path, small[0])
-
-
-@FUZZ
-@given(data=st.data())
-def test_damaged_libsvm_model_files(tmp_path, small, model_files, no_pickle, data):
-    blob = data.draw(damaged(model_files["libsvm"]))
+def test_damaged_model_files(tmp_path, small, model_files, no_pickle, kind, data):
+    blob = data.draw(damaged(model_files[kind]))
     path = tmp_path / "m"
     path.write_bytes(blob)
     _load_or_documented_error(path, small[0])

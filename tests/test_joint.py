@@ -1,13 +1,12 @@
 """The joint (all-at-once) multiclass machine of seed 004 sec. 5.4."""
 
-import warnings
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits, load_iris, make_blobs, make_classification
 from sklearn.model_selection import train_test_split
-from sklearn.utils.estimator_checks import check_estimator
 from test_solvers import assert_reaches_exact_optimum, exact_solution
+from test_svc import check_estimator_with_gamma_scale
 
 from coresvm.joint import fit_joint, joint_problem
 from coresvm.kernels import KernelSpec, kernel_block
@@ -211,13 +210,7 @@ def test_refit_switches_between_ovo_and_joint():
 
 
 def test_check_estimator_joint():
-    expected = {
-        "check_sample_weight_equivalence_on_dense_data": "gamma='scale' is computed from X",
-        "check_sample_weight_equivalence_on_sparse_data": "gamma='scale' is computed from X",
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check_estimator(CoreSVC(multiclass="joint", random_state=0), expected_failed_checks=expected)
+    check_estimator_with_gamma_scale(CoreSVC(multiclass="joint", random_state=0))
 
 
 def test_native_model_file_round_trip_and_libsvm_refusal(tmp_path):

@@ -1,14 +1,13 @@
 """CoreOneClassSVM: the one-class L2-SVM / MEB of seed 002 sec. 3.2.1."""
 
-import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
-from sklearn.utils.estimator_checks import check_estimator
 from test_solvers import exact_solution
+from test_svc import check_estimator_with_gamma_scale
 
 from coresvm.kernels import KernelSpec, kernel_block
 from coresvm.oneclass import CALIBRATION_RANGE, CoreOneClassSVM, weighted_lower_quantile
@@ -220,13 +219,5 @@ def test_weighted_lower_quantile():
 
 
 def test_check_estimator():
-    # gamma='scale' depends on the spread of X, which repeating rows changes while
-    # weighting them does not; test_sample_weight_equals_repetition shows the
-    # equivalence with a fixed gamma and C (C='auto' is also calibrated on X).
-    expected = {
-        "check_sample_weight_equivalence_on_dense_data": "gamma='scale' is computed from X",
-        "check_sample_weight_equivalence_on_sparse_data": "gamma='scale' is computed from X",
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        check_estimator(CoreOneClassSVM(random_state=0), expected_failed_checks=expected)
+    # C='auto' is also calibrated on X: test_sample_weight_equals_repetition fixes gamma and C.
+    check_estimator_with_gamma_scale(CoreOneClassSVM(random_state=0))

@@ -22,17 +22,23 @@ def binary_data():
     return X, y
 
 
-def test_check_estimator():
-    # gamma='scale' depends on the spread of X, which repeating rows changes while
-    # weighting them does not (scikit-learn's SVC is marked the same way);
-    # test_sample_weight_equals_repetition shows the equivalence with a fixed gamma.
+def check_estimator_with_gamma_scale(estimator) -> None:
+    """scikit-learn's estimator checks, with the two that gamma='scale' fails by design.
+
+    gamma='scale' depends on the spread of X, which repeating rows changes while weighting them
+    does not (scikit-learn's SVC is marked the same way); each estimator's tests show the
+    equivalence with a fixed gamma (test_sample_weight_equals_repetition)."""
     expected = {
         "check_sample_weight_equivalence_on_dense_data": "gamma='scale' is computed from X",
         "check_sample_weight_equivalence_on_sparse_data": "gamma='scale' is computed from X",
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_estimator(CoreSVC(random_state=0), expected_failed_checks=expected)
+        check_estimator(estimator, expected_failed_checks=expected)
+
+
+def test_check_estimator():
+    check_estimator_with_gamma_scale(CoreSVC(random_state=0))
 
 
 def test_sample_weight_equals_repetition(binary_data):
