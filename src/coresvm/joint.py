@@ -39,10 +39,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .data import is_memory_mapped
 from .kernels import KernelSpec, kernel_product
 from .problem import SimplexProblem, simplex_label_gram
 from .solvers.core_set import _label_weighted_sums
+from .solvers.dense_joint import fits_dense_joint, run_dense_joint
 from .solvers.driver import SolverOptions, SolverResult, run_engine
+
+# Whether fit_joint may use the cached-rows loop (solvers/dense_joint.py); tests switch it off to compare.
+DENSE_JOINT = True
 
 JOINT_BIAS_RULES = ("theoretic", "kkt", "none")
 
@@ -125,8 +130,21 @@ def fit_joint(X, y_index: np.ndarray, n_classes: int, C: np.ndarray, kernel: Ker
             "the joint multiclass machine is solved by the core-set solvers only: use solver='coreset' or 'cvm'"
         )
     problem = joint_problem(X, y_index, n_classes, C, kernel, bias=bias_rule != "none")
-    result = run_engine(problem, options)
+    if uses_dense_joint(X, options):
+        result = run_dense_joint(problem, options)
+    else:
+        result = run_engine(problem, options)
     return model_from_solution(problem, result, bias_rule), result
+
+
+def uses_dense_joint(X, options: SolverOptions) -> bool:
+    """Whether :func:`fit_joint` solves on :mod:`coresvm.solvers.dense_joint` (cached kernel rows, exact gradient).
+
+    Rule: a dense in-memory NumPy ``X``, the minimal-norm core-set solver (``solver='coreset'``: not CVM's
+    radius test), no per-round callback, and a ``cache_size`` that holds a useful number of kernel rows.
+    """
+    return (DENSE_JOINT and isinstance(X, np.ndarray) and not is_memory_mapped(X) and not options.radius_test
+            and options.callback is None and fits_dense_joint(X.shape[0], options.cache_bytes, options.tol))
 
 
 def model_from_solution(problem: SimplexProblem, result: SolverResult, bias_rule: str) -> JointModel:
