@@ -130,7 +130,7 @@ def fit_joint(X, y_index: np.ndarray, n_classes: int, C: np.ndarray, kernel: Ker
             "the joint multiclass machine is solved by the core-set solvers only: use solver='coreset' or 'cvm'"
         )
     problem = joint_problem(X, y_index, n_classes, C, kernel, bias=bias_rule != "none")
-    if uses_dense_joint(X, options):
+    if n_classes > 2 and uses_dense_joint(X, options):
         result = run_dense_joint(problem, options)
     else:
         result = run_engine(problem, options)
@@ -140,8 +140,9 @@ def fit_joint(X, y_index: np.ndarray, n_classes: int, C: np.ndarray, kernel: Ker
 def uses_dense_joint(X, options: SolverOptions) -> bool:
     """Whether :func:`fit_joint` solves on :mod:`coresvm.solvers.dense_joint` (cached kernel rows, exact gradient).
 
-    Rule: a dense in-memory NumPy ``X``, the minimal-norm core-set solver (``solver='coreset'``: not CVM's
-    radius test), no per-round callback, and a ``cache_size`` that holds a useful number of kernel rows.
+    Rule (with more than two classes; two classes are the binary machine, solved as the binary fit): a
+    dense in-memory NumPy ``X``, the minimal-norm core-set solver (``solver='coreset'``: not CVM's radius
+    test), no per-round callback, and a ``cache_size`` that holds a useful number of kernel rows.
     """
     return (DENSE_JOINT and isinstance(X, np.ndarray) and not is_memory_mapped(X) and not options.radius_test
             and options.callback is None and fits_dense_joint(X.shape[0], options.cache_bytes, options.tol))
