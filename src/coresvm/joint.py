@@ -30,7 +30,9 @@ One problem on all ``m`` points replaces ``K(K-1)/2`` pairwise problems; the
 thesis reports it at least 3x faster in nested CV but always less accurate
 than pairwise (seed 004 sec. 7.4).  It is solved by the core-set solvers
 (:mod:`~coresvm.solvers.core_set`), whose candidate scoring keeps one
-coefficient column per class.
+coefficient column per class; with more than two classes and a dense ``X``,
+``solver='coreset'`` runs it on :mod:`~coresvm.solvers.dense_joint` (cached
+kernel rows of the working set, exact gradient; :func:`uses_dense_joint`).
 """
 
 from __future__ import annotations
