@@ -61,7 +61,7 @@ from .multiclass import (
 )
 from .problem import SimplexProblem, kkt_bias, take_rows
 from .solvers.core_set import core_set_capacity
-from .solvers.dense import fits_dense, run_dense
+from .solvers.dense import fits_dense, run_dense_rows
 from .solvers.driver import SolverOptions, run_engine
 from .solvers.engine import SECOND_VERTEX_RULES
 from .solvers.geometric import STOPPING_RULES
@@ -640,7 +640,6 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
         rows = problem.rows
-        X_rows = X if len(rows) == X.shape[0] else X[rows]
         if self.solver in MEB_SOLVERS and np.ptp(problem.C) > 0:
             raise ValueError(
                 f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
@@ -650,18 +649,29 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         # CVM solves the minimum enclosing ball (lam = 1) and stops by its (1 + eps) radius test.
         lam = 1.0 if self.solver == "cvm" else 0.0
         options = self._solver_options(len(rows), problem.seed, budget.share())
-        # The core-set solvers read only sampled rows and the core set: no float64 array of length m.
-        simplex = SimplexProblem(X_rows, problem.signs, problem.C, self._kernel_spec, bias=bias_rule != "none",
-                                 lam=lam, compact=options.core_set)
         init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
+
+        def simplex_problem() -> SimplexProblem:
+            # The core-set solvers read only sampled rows and the core set: no float64 array of length m.
+            X_rows = X if len(rows) == X.shape[0] else X[rows]
+            return SimplexProblem(X_rows, problem.signs, problem.C, self._kernel_spec, bias=bias_rule != "none",
+                                  lam=lam, compact=options.core_set)
+
+        simplex = None
         if self._small_problem_fast_path(X, len(rows), options):
-            result = run_dense(simplex, options, init_idx, init_alpha)
+            # The pair's rows are gathered inside the compiled (GIL-free) call: no X[rows] copy in Python,
+            # so n_jobs worker threads hold the GIL only briefly per pair.
+            result = run_dense_rows(X, rows, problem.signs, problem.C, self._kernel_spec, bias_rule != "none", lam,
+                                    options, init_idx, init_alpha)
         elif self.callback is None:
+            simplex = simplex_problem()
             result = run_engine(simplex, options, init_idx, init_alpha)
         else:
+            simplex = simplex_problem()
             result = self._run_with_callback(simplex, options, problem, init_idx, init_alpha, stop)
         intercept = None
         if bias_rule == "kkt":
+            simplex = simplex if simplex is not None else simplex_problem()
             intercept = kkt_bias(simplex, result.support, result.alpha, result.squared_norm)
         model = BinaryModel.from_solution(rows[result.support], result, problem.signs[result.support],
                                           bias_rule != "none", intercept)
