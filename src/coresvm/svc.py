@@ -612,29 +612,43 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
 
     def _solve_problems(self, X, problems: list[SubProblem]) -> list[BinaryModel]:
-        """Train the sub-problems, in parallel threads when ``n_jobs > 1``."""
+        """Train the sub-problems, in parallel threads when ``n_jobs > 1``.
+
+        Each of the ``n_jobs`` workers is one joblib task that takes the next unsolved sub-problem from a
+        shared queue until none is left (with several workers the largest first, so that no large pair runs
+        alone at the end) and sets up its thread (BLAS, Numba and kernel threads) once, not per pair.  Every sub-problem's
+        result depends only on the sub-problem (its seed is drawn in ``fit``), so the model is the same
+        for every ``n_jobs``.
+        """
         n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
         budget = _TimeBudget(self.max_time, len(problems), n_jobs)
         stop = threading.Event()  # set when the callback asks to stop
-        if n_jobs == 1:
-            if max(len(problem.rows) for problem in problems) > ONE_THREAD_MAX_POINTS:
-                return [self._fit_binary(X, problem, budget, stop) for problem in problems]
-            # Small sub-problems: threads inside one (BLAS, kernel blocks) cost more than they save.
-            with single_threaded_blas():
-                return [self._fit_binary_in_worker(X, problem, budget, stop) for problem in problems]
-        # BLAS limits are process-wide: set once here, around all workers.
+        if n_jobs == 1 and max(len(problem.rows) for problem in problems) > ONE_THREAD_MAX_POINTS:
+            return [self._fit_binary(X, problem, budget, stop) for problem in problems]
+        queue = _ProblemQueue(problems, largest_first=n_jobs > 1)  # one worker: in order (callbacks see pair 0 first)
+        # Small sub-problems: threads inside one (BLAS, kernel blocks) cost more than they save.  BLAS limits
+        # are process-wide: set once here, around all workers.
         with single_threaded_blas():
-            return Parallel(n_jobs=n_jobs, backend="threading")(
-                delayed(self._fit_binary_in_worker)(X, problem, budget, stop) for problem in problems
-            )
+            if n_jobs == 1:
+                self._worker(X, queue, budget, stop)
+            else:
+                Parallel(n_jobs=n_jobs, backend="threading")(
+                    delayed(self._worker)(X, queue, budget, stop) for _ in range(n_jobs)
+                )
+        return queue.results
 
-    def _fit_binary_in_worker(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
-        """One sub-problem in a worker thread, its kernel products and Numba loops on one thread."""
+    def _worker(self, X, queue: _ProblemQueue, budget, stop) -> None:
+        """Solve sub-problems from ``queue`` until it is empty, kernel products and Numba loops on this thread."""
         previous = numba.get_num_threads()
         numba.set_num_threads(1)  # thread-local in Numba
         try:
             with limit_kernel_threads(1):
-                return self._fit_binary(X, problem, budget, stop)
+                while (item := queue.next()) is not None:
+                    position, problem = item
+                    queue.results[position] = self._fit_binary(X, problem, budget, stop)
+        except BaseException:
+            queue.abandon()  # the other workers stop after their current sub-problem
+            raise
         finally:
             numba.set_num_threads(previous)
 
@@ -1012,6 +1026,27 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+class _ProblemQueue:
+    """The sub-problems still to solve (in order, or the largest first), shared by the worker threads;
+    ``results`` in the order of ``problems``."""
+
+    def __init__(self, problems: list[SubProblem], largest_first: bool):
+        order = range(len(problems))
+        if largest_first:
+            order = sorted(order, key=lambda p: (-len(problems[p].rows), p))
+        self.pending = [(p, problems[p]) for p in reversed(order)]  # pop() takes the largest
+        self.results: list[BinaryModel | None] = [None] * len(problems)
+        self.lock = threading.Lock()
+
+    def next(self) -> tuple[int, SubProblem] | None:
+        with self.lock:
+            return self.pending.pop() if self.pending else None
+
+    def abandon(self) -> None:
+        with self.lock:
+            self.pending.clear()
 
 
 class _TimeBudget:
