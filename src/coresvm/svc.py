@@ -616,9 +616,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
         Each of the ``n_jobs`` workers is one joblib task that takes the next unsolved sub-problem from a
         shared queue until none is left (with several workers the largest first, so that no large pair runs
-        alone at the end) and sets up its thread (BLAS, Numba and kernel threads) once, not per pair.  Every sub-problem's
-        result depends only on the sub-problem (its seed is drawn in ``fit``), so the model is the same
-        for every ``n_jobs``.
+        alone at the end) and sets up its thread (BLAS, Numba and kernel threads) once, not per pair.  Every
+        sub-problem's result depends only on the sub-problem (its seed is drawn in ``fit``), so the model is
+        the same for every ``n_jobs``.
         """
         n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
         budget = _TimeBudget(self.max_time, len(problems), n_jobs)
