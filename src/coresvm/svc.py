@@ -1036,7 +1036,7 @@ class _ProblemQueue:
         order = range(len(problems))
         if largest_first:
             order = sorted(order, key=lambda p: (-len(problems[p].rows), p))
-        self.pending = [(p, problems[p]) for p in reversed(order)]  # pop() takes the largest
+        self.pending = [(p, problems[p]) for p in reversed(order)]  # pop() takes the first of `order`
         self.results: list[BinaryModel | None] = [None] * len(problems)
         self.lock = threading.Lock()
 
