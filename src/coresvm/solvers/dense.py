@@ -25,6 +25,11 @@ declared ``nogil=True``:
 
 Only the rows of the working set are ever written into the (uninitialised)
 ``m x m`` buffer, so the resident memory is ``n_w * m * 8`` bytes.
+
+:func:`run_dense_rows` takes a sub-problem as row indices of the full training
+matrix: the rows, norms, signs, ``1/C_i``, the diagonal and the random start are
+built inside the same compiled call (:func:`solve_rows_dense`), so one-vs-one
+pairs in ``n_jobs`` threads hold the GIL for a few Python steps per pair only.
 """
 
 from __future__ import annotations
@@ -328,8 +333,8 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     sub-problem) with :func:`solve_rows_dense`; as :func:`run_dense`, with ``support`` in positions of ``rows``.
 
     The sub-problem's arrays are gathered inside the compiled call, so a one-vs-one pair in a worker
-    thread holds the GIL only for the few small Python steps around it (the initial points, the result).
-    """
+    thread holds the GIL only for the few small Python steps around it (argument conversion, the result);
+    the class-balanced start is drawn in the compiled call too (:func:`balanced_start`)."""
     if not isinstance(X, np.ndarray):
         raise ValueError("the dense small-problem solver needs a dense NumPy X (CSR and memory maps: use 'coreset')")
     n_points = len(rows)
