@@ -19,6 +19,10 @@ Run from the repository root::
 
     python benchmarks/multiclass_benchmark.py
     python benchmarks/multiclass_benchmark.py --datasets usps --modes ovo --n-jobs 1,2 --C-grid 16
+    python benchmarks/multiclass_benchmark.py --modes ovo --n-jobs 1,2 --repeats 3 --ceiling
+
+``--ceiling`` also measures what two threads can gain on the machine at that moment (a pure GIL-free
+loop, and the pairs' compiled solves alone, each on 1 vs 2 threads) and adds it to the results.
 """
 
 from __future__ import annotations
@@ -31,9 +35,11 @@ import platform
 import sys
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
@@ -41,6 +47,9 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from coresvm.datasets import datasets_dir  # noqa: E402
+from coresvm.kernels import KernelSpec, single_threaded_blas  # noqa: E402
+from coresvm.multiclass import n_problems, one_vs_one_problems  # noqa: E402
+from coresvm.solvers.dense import run_dense_rows  # noqa: E402
 from coresvm.svc import CoreSVC  # noqa: E402
 
 
@@ -89,9 +98,76 @@ def timed_fit(model, X, y, repeats: int = 1):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(X, y)
-        best_wall = min(best_wall, time.perf_counter() - start)
+        model.last_fit_wall_ = time.perf_counter() - start  # (benchmark only) for compiled_share
+        best_wall = min(best_wall, model.last_fit_wall_)
         best_cpu = min(best_cpu, time.process_time() - start_cpu)
     return best_wall, best_cpu
+
+
+def interleaved_fits(models: dict, X, y, repeats: int) -> dict:
+    """``{key: (wall, CPU)}``, each the least of ``repeats`` fits; the models take turns in every repeat, so
+    that a change of the machine's load between repeats hits all of them alike (ratios stay comparable)."""
+    best = {key: (np.inf, np.inf) for key in models}
+    for _ in range(repeats):
+        for key, model in models.items():
+            wall, cpu = timed_fit(model, X, y)
+            best[key] = (min(best[key][0], wall), min(best[key][1], cpu))
+    return best
+
+
+def compiled_share(model) -> float:
+    """Of the last fit's wall time, the share spent in the sub-problems' solver calls (``solver_info_`` times).
+
+    With ``n_jobs=1`` on the one-vs-one fast path those calls are the GIL-free compiled solves, so the rest is
+    the work that two threads cannot share (Amdahl: at most ``1 / (1 - share / 2)`` faster on 2 cores).
+    """
+    return sum(info["time"] for info in model.solver_info_) / model.last_fit_wall_
+
+
+@njit(nogil=True, cache=True)
+def _arithmetic(n):
+    """A GIL-free loop that touches no memory: what two threads can gain at best on this machine now."""
+    total = 0.0
+    for i in range(n):
+        total += np.sqrt(i + total * 1e-9)
+    return total
+
+
+def _on_threads(function, tasks, n_threads: int) -> float:
+    """Wall seconds to run ``function`` on every task with ``n_threads`` threads."""
+    start = time.perf_counter()
+    if n_threads == 1:
+        for task in tasks:
+            function(task)
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(function, tasks))
+    return time.perf_counter() - start
+
+
+def thread_ceiling(X, y, C, gamma, tol, seed, repeats: int):
+    """Speed-ups of 2 threads over 1 measured now (the best of ``repeats`` each): a pure arithmetic nogil loop,
+    and the one-vs-one pairs' compiled solves alone (run_dense_rows on prepared sub-problems, no fit around)."""
+    _arithmetic(10)
+    loops = [2_000_000] * 20
+    classes, y_index = np.unique(y, return_inverse=True)
+    problems = one_vs_one_problems(y_index, np.ones(len(y), dtype=bool), np.broadcast_to(np.float64(C), (len(y),)),
+                                   len(classes), np.arange(n_problems("ovo", len(classes))))
+    model = CoreSVC(C=C, gamma=gamma, tol=tol, random_state=seed)
+    spec = KernelSpec("rbf", gamma, 0.0, 3)
+
+    def solve(problem):
+        options = model._solver_options(len(problem.rows), problem.seed, np.inf)
+        run_dense_rows(X, problem.rows, problem.signs, problem.C, spec, True, 0.0, options)
+
+    with single_threaded_blas():
+        solve(problems[0])  # compiled (or loaded) before timing
+        times = {(kind, n): np.inf for kind in ("loop", "pairs") for n in (1, 2)}
+        for _ in range(repeats):
+            for n in (1, 2):
+                times["loop", n] = min(times["loop", n], _on_threads(_arithmetic, loops, n))
+                times["pairs", n] = min(times["pairs", n], _on_threads(solve, problems, n))
+    return times["loop", 1] / times["loop", 2], times["pairs", 1] / times["pairs", 2]
 
 
 def select_C(X, y, gamma, grid, tol, seed, n_jobs):
@@ -106,7 +182,7 @@ def select_C(X, y, gamma, grid, tol, seed, n_jobs):
     return best, scores
 
 
-def run_dataset(name, args, rows):
+def run_dataset(name, args, rows, ceilings):
     loader, svc_C, gamma = DATASETS[name]
     X_train, y_train, X_test, y_test = loader(Path(args.data) if args.data else datasets_dir())
     print(f"== {name}: train {X_train.shape}, test {X_test.shape}, gamma {gamma:g}", flush=True)
@@ -120,6 +196,8 @@ def run_dataset(name, args, rows):
     print(f"   CoreSVC C = {C:g} (validation accuracy per C: "
           + ", ".join(f"{c:g}: {s:.4f}" for c, s in scores.items()) + ")", flush=True)
 
+    if args.ceiling:  # before the fits, and again after them (the load of a shared machine changes)
+        ceilings.append([name, *thread_ceiling(X_train, y_train, C, gamma, args.tol, args.seed, args.repeats)])
     svc = SVC(C=svc_C, gamma=gamma)
     svc_time, svc_cpu = timed_fit(svc, X_train, y_train, args.repeats)
     svc_accuracy = svc.score(X_test, y_test)
@@ -128,27 +206,37 @@ def run_dataset(name, args, rows):
     print(f"   SVC {svc_time:.2f} s (CPU {svc_cpu:.2f} s), accuracy {svc_accuracy:.4f}, #SV {svc.n_support_.sum()}",
           flush=True)
     for mode in args.modes:
-        for n_jobs in args.n_jobs:
-            model = CoreSVC(C=C, gamma=gamma, tol=args.tol, multiclass=mode, n_jobs=n_jobs, random_state=args.seed)
-            try:
-                fit_time, cpu_time = timed_fit(model, X_train, y_train, args.repeats)
-            except ValueError as error:
-                if "multiclass" not in str(error):
-                    raise
-                rows.append((name, f"CoreSVC {mode}", n_jobs, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0,
-                             "skipped: this build does not know the mode"))
-                print(f"   {mode}: skipped ({error})", flush=True)
-                break
+        models = {n_jobs: CoreSVC(C=C, gamma=gamma, tol=args.tol, multiclass=mode, n_jobs=n_jobs,
+                                  random_state=args.seed) for n_jobs in args.n_jobs}
+        try:
+            times = interleaved_fits(models, X_train, y_train, args.repeats)
+        except ValueError as error:
+            if "multiclass" not in str(error):
+                raise
+            rows.append((name, f"CoreSVC {mode}", args.n_jobs[0], np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0,
+                         "skipped: this build does not know the mode"))
+            print(f"   {mode}: skipped ({error})", flush=True)
+            continue
+        for n_jobs, model in models.items():
+            fit_time, cpu_time = times[n_jobs]
             accuracy = model.score(X_test, y_test)
             note = "" if model.fit_status_ == 0 else "not converged"
+            if mode == "ovo" and n_jobs == 1:
+                share = compiled_share(model)
+                note = (note + "; " if note else "") + (f"solver calls {100 * share:.0f}% of the fit (2-thread bound "
+                                                        f"{1 / (1 - share / 2):.2f}x)")
             rows.append((name, f"CoreSVC {mode} (C={C:g})", n_jobs, fit_time, cpu_time, svc_time / fit_time,
                          svc_cpu / cpu_time, accuracy, 100 * (accuracy - svc_accuracy), len(model.support_), note))
             print(f"   {mode} n_jobs={n_jobs}: {fit_time:.2f} s, CPU {cpu_time:.2f} s (SVC/this: wall "
                   f"{svc_time / fit_time:.2f}, CPU {svc_cpu / cpu_time:.2f}), accuracy {accuracy:.4f}, "
                   f"#SV {len(model.support_)} {note}", flush=True)
+    if args.ceiling:
+        ceilings[-1] += thread_ceiling(X_train, y_train, C, gamma, args.tol, args.seed, args.repeats)
+        print("   2 threads / 1 thread (before / after the fits): pure nogil loop {1:.2f}x / {3:.2f}x, the pairs' "
+              "compiled solves alone {2:.2f}x / {4:.2f}x".format(*ceilings[-1]), flush=True)
 
 
-def markdown(rows, args) -> str:
+def markdown(rows, args, ceilings=()) -> str:
     lines = [
         "# Multiclass: CoreSVC decompositions vs scikit-learn SVC",
         "",
@@ -158,7 +246,7 @@ def markdown(rows, args) -> str:
         f"{os.getloadavg()[0]:.1f} (shared machine: compare ratios within this run). RBF gamma as SVC's; CoreSVC's "
         f"C (L2-SVM C, not SVC's) chosen on a stratified 20% validation split of the training set from "
         f"{[float(c) for c in args.C_grid]}; tol={args.tol:g}; random_state={args.seed}. Accuracy on the test file; "
-        f"times: the least of {args.repeats} fits. "
+        f"times: the least of {args.repeats} fits (the n_jobs values of a mode take turns in each repeat). "
         "CPU = process CPU time over all threads (with n_jobs=2 it adds both threads' time; on a saturated machine "
         "the wall time mostly measures waiting for a core).",
         "",
@@ -172,6 +260,15 @@ def markdown(rows, args) -> str:
             continue
         lines.append(f"| {name} | {method} | {n_jobs} | {wall:.2f} | {cpu:.2f} | {wall_ratio:.2f} | {cpu_ratio:.2f} | "
                      f"{100 * accuracy:.2f}% | {delta:+.2f} | {n_sv} | {note} |")
+    if ceilings:
+        lines += ["", "Thread ceiling measured in the same run, before and after each dataset's fits: speed of 2 "
+                  f"threads over 1 (the best of {args.repeats} each; `--ceiling`) for a pure arithmetic GIL-free "
+                  "Numba loop and for the one-vs-one pairs' compiled solves alone (`run_dense_rows` in a thread "
+                  "pool, no fit around them).", "",
+                  "| dataset | pure nogil loop, before / after | pairs' compiled solves, before / after |",
+                  "|---|---:|---:|"]
+        lines += [f"| {name} | {loop:.2f}x / {loop_after:.2f}x | {pairs:.2f}x / {pairs_after:.2f}x |"
+                  for name, loop, pairs, loop_after, pairs_after in ceilings]
     return "\n".join(lines) + "\n"
 
 
@@ -185,15 +282,17 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2, help="fits per method; the fastest is reported")
     parser.add_argument("--data", default=None, help="datasets folder (default: ../shared/datasets)")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also time a pure nogil loop and the pairs' compiled solves on 1 vs 2 threads")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "multiclass.md"))
     args = parser.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
     args.n_jobs = [int(j) for j in args.n_jobs.split(",")]
     args.C_grid = [float(c) for c in args.C_grid.split(",")]
-    rows = []
+    rows, ceilings = [], []
     for name in args.datasets.split(","):
-        run_dataset(name, args, rows)
-    text = markdown(rows, args)
+        run_dataset(name, args, rows, ceilings)
+    text = markdown(rows, args, ceilings)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     print(text)

@@ -1,12 +1,24 @@
 """The small-problem solver (solvers/dense.py) against an exact QP, and its use by CoreSVC's multiclass fits."""
 
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_digits
 from test_solvers import assert_reaches_exact_optimum, dense_alpha, exact_solution, make_problem
 
-from coresvm.solvers.dense import fits_dense, run_dense, solve_dense_loop
+from coresvm.kernels import KernelSpec
+from coresvm.problem import SimplexProblem
+from coresvm.solvers import clock, engine
+from coresvm.solvers.dense import (
+    balanced_start,
+    fits_dense,
+    run_dense,
+    run_dense_rows,
+    solve_dense_loop,
+    solve_rows_dense,
+)
 from coresvm.solvers.driver import SolverOptions
 from coresvm.svc import CoreSVC
 
@@ -73,8 +85,53 @@ def test_budget_and_input_checks():
 
 
 def test_the_compiled_loop_releases_the_gil():
-    """What lets n_jobs threads solve one-vs-one pairs in parallel."""
+    """What lets n_jobs threads solve one-vs-one pairs in parallel: the pair's set-up and solve are one nogil
+    call, and (on Linux) its clock readings do not take the GIL either."""
     assert solve_dense_loop.targetoptions.get("nogil") is True
+    assert solve_rows_dense.targetoptions.get("nogil") is True
+    assert engine._now is clock.now
+    if clock.NATIVE_CLOCK:
+        assert clock.now.targetoptions.get("nogil") is True
+
+
+def test_clock_reads_perf_counter_seconds():
+    before = time.perf_counter()
+    reading = clock.now()
+    after = time.perf_counter()
+    assert before - 1e-3 <= reading <= after + 1e-3
+    assert clock.now() >= reading
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rows_of_a_larger_X_give_the_same_solution_as_the_copied_problem(dtype):
+    """run_dense_rows gathers the rows, signs (int8) and C (a broadcast) inside the compiled call: the same
+    problem as SimplexProblem on X[rows] solved by run_dense."""
+    rng = np.random.RandomState(4)
+    X = rng.randn(500, 6).astype(dtype)
+    rows = np.sort(rng.choice(500, 180, replace=False)).astype(np.int32)
+    signs = np.where(X[rows, 0] + 0.3 * rng.randn(180) > 0, 1, -1).astype(np.int8)
+    for C in (np.broadcast_to(np.float64(5.0), (180,)), rng.uniform(1.0, 9.0, 180)):
+        for kernel in ("rbf", "poly"):
+            spec = KernelSpec(kernel, gamma=0.3, coef0=1.0, degree=2)
+            options = SolverOptions(second_vertex="imdm", tol=1e-6, seed=3)
+            gathered = run_dense_rows(X, rows, signs, C, spec, True, 0.0, options)
+            copied = run_dense(SimplexProblem(X[rows], signs.astype(float), C, spec), options)
+            np.testing.assert_array_equal(gathered.support, copied.support)
+            np.testing.assert_allclose(gathered.alpha, copied.alpha, rtol=1e-9, atol=1e-12)
+            assert gathered.status == "converged"
+
+
+def test_balanced_start_draws_distinct_points_per_sign_reproducibly():
+    y = np.where(np.arange(200) % 7 == 0, 1.0, -1.0)  # 29 positive, 171 negative
+    start = balanced_start(y, 20, np.uint32(5))
+    assert np.all(np.diff(start) > 0)  # sorted, distinct
+    assert np.sum(y[start] > 0) == 10 and np.sum(y[start] < 0) == 10
+    np.testing.assert_array_equal(start, balanced_start(y, 20, np.uint32(5)))
+    assert not np.array_equal(start, balanced_start(y, 20, np.uint32(6)))
+    few = np.array([1.0, 1.0, -1.0, -1.0, -1.0, -1.0])  # fewer members than asked: all of them
+    np.testing.assert_array_equal(balanced_start(few, 8, np.uint32(0)), np.arange(6))
+    one_sign = np.ones(30)
+    assert len(balanced_start(one_sign, 20, np.uint32(0))) == 20
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +178,24 @@ def test_vectorized_exp_matches_numpy():
     out = np.ones(3)
     _exp_nonpositive(below, np.empty(3, dtype=np.int64), out)
     np.testing.assert_array_equal(out, 0.0)  # underflow: exp < 2.3e-308
+
+
+def test_a_failing_pair_stops_the_other_workers(digits, monkeypatch):
+    """With n_jobs=2 the workers share one queue of pairs: an error in one ends the fit without the other
+    worker solving all remaining pairs."""
+    import coresvm.svc as svc_module
+
+    X, y = digits
+    calls = []
+    real = svc_module.run_dense_rows
+
+    def failing_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("pair failed")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(svc_module, "run_dense_rows", failing_third)
+    with pytest.raises(RuntimeError, match="pair failed"):
+        CoreSVC(C=16, gamma=0.05, n_jobs=2, random_state=0).fit(X[:600], y[:600])
+    assert len(calls) < 45 // 2  # 45 pairs: the queue was abandoned

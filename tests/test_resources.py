@@ -146,7 +146,7 @@ def test_keyboard_interrupt_mid_fit_leaves_the_estimator_unfitted(monkeypatch, r
     if refit:
         model.fit(X[:, :1], y)
     calls = []
-    real_solvers = {"run_engine": driver_module.run_engine, "run_dense": svc_module.run_dense}
+    real_solvers = {"run_engine": driver_module.run_engine, "run_dense_rows": svc_module.run_dense_rows}
 
     def interrupting(name):
         def interrupted(*args, **kwargs):
@@ -156,7 +156,7 @@ def test_keyboard_interrupt_mid_fit_leaves_the_estimator_unfitted(monkeypatch, r
             return real_solvers[name](*args, **kwargs)
         return interrupted
 
-    # these small pairs take the compiled small-problem path (run_dense); other fits run_engine
+    # these small pairs take the compiled small-problem path (run_dense_rows); other fits run_engine
     for name in real_solvers:
         monkeypatch.setattr(f"coresvm.svc.{name}", interrupting(name))
     with pytest.raises(KeyboardInterrupt):

@@ -70,13 +70,26 @@ class SubProblem:
 def one_vs_one_problems(y_index, keep, C_per_sample, n_classes: int, seeds) -> list[SubProblem]:
     """LIBSVM's pairs ``(a, b)``, ``a < b``: class ``a`` is +1 ... except that for
     binary problems scikit-learn makes ``classes_[1]`` the positive class."""
+    if n_classes == 2:
+        rows = rows_where(keep)
+        return [SubProblem(0, (0, 1), rows, pair_signs(y_index, rows, 1), take_rows(C_per_sample, rows),
+                           int(seeds[0]))]
+    members = class_members(y_index, keep, n_classes)
     problems = []
     for index, (first, second) in enumerate(OneVsOneLayout.pairs(n_classes)):
-        rows = rows_where(keep if n_classes == 2 else keep & ((y_index == first) | (y_index == second)))
-        positive = second if n_classes == 2 else first
-        problems.append(SubProblem(index, (first, second), rows, pair_signs(y_index, rows, positive),
+        rows = np.sort(np.concatenate((members[first], members[second])))  # training order, as a row mask gives
+        problems.append(SubProblem(index, (first, second), rows, pair_signs(y_index, rows, first),
                                    take_rows(C_per_sample, rows), int(seeds[index])))
     return problems
+
+
+def class_members(y_index: np.ndarray, keep: np.ndarray, n_classes: int) -> list[np.ndarray]:
+    """The kept rows of each class, in training order (index type as :func:`rows_where`): a pair's rows
+    are then two of these merged, not a scan of all ``m`` labels per pair."""
+    rows = rows_where(keep)
+    by_class = rows[np.argsort(y_index[rows], kind="stable")]
+    bounds = np.cumsum(np.bincount(y_index[rows], minlength=n_classes))
+    return np.split(by_class, bounds[:-1])
 
 
 def one_vs_rest_problems(y_index, keep, C_per_sample, n_classes: int, seeds) -> list[SubProblem]:
@@ -155,17 +168,18 @@ class OneVsOneLayout:
 
     @classmethod
     def build(cls, models: list[BinaryModel], y_index: np.ndarray, n_classes: int) -> OneVsOneLayout:
-        all_rows = np.unique(np.concatenate([model.rows for model in models]))
+        all_rows = np.unique(np.concatenate([model.rows for model in models]))  # sorted
         order = np.lexsort((all_rows, y_index[all_rows]))  # by class, then by row
         support = all_rows[order]
-        position = {row: p for p, row in enumerate(support)}
+        position = np.empty(len(order), dtype=np.int64)  # position[k]: where all_rows[k] sits in support
+        position[order] = np.arange(len(order))
         sv_class = y_index[support]
         n_support = np.bincount(sv_class, minlength=n_classes).astype(np.int32)
         pairs = cls.pairs(n_classes)
         pair_coef = np.zeros((len(support), len(pairs)))
         dual_coef = np.zeros((max(n_classes - 1, 1), len(support)))
         for p, ((a, b), model) in enumerate(zip(pairs, models, strict=True)):
-            places = np.array([position[row] for row in model.rows], dtype=np.int64)
+            places = position[np.searchsorted(all_rows, model.rows)]
             pair_coef[places, p] = model.coef
             if n_classes == 2:
                 dual_coef[0, places] = model.coef

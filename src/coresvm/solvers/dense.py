@@ -25,6 +25,11 @@ declared ``nogil=True``:
 
 Only the rows of the working set are ever written into the (uninitialised)
 ``m x m`` buffer, so the resident memory is ``n_w * m * 8`` bytes.
+
+:func:`run_dense_rows` takes a sub-problem as row indices of the full training
+matrix: the rows, norms, signs, ``1/C_i``, the diagonal and the random start are
+built inside the same compiled call (:func:`solve_rows_dense`), so one-vs-one
+pairs in ``n_jobs`` threads hold the GIL for a few Python steps per pair only.
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ import time
 import numpy as np
 from numba import njit
 
-from ..kernels import RBF, kernel_from_dot
+from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
 from .core_set import _inner_solve
-from .driver import SolverOptions, SolverResult, _result, balanced_initial_points
+from .driver import SolverOptions, SolverResult, _result
 from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME, _now
 
 # Violators added per round (the worst first).  Larger batches mean fewer rounds but more kernel rows of
@@ -241,6 +246,71 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     return alpha_original, steps, gap, scale, status, n2, n_w, rounds
 
 
+@njit(cache=True, nogil=True)
+def _gather_problem(X_all, rows, signs, C, kind, gamma, coef0, degree, bias):
+    """The sub-problem of the training rows ``rows``: its own float64 copy of their features, squared norms,
+    signs, ``1 / C_i`` and ``Q_ii``, built without the GIL (the arrays :func:`solve_dense_loop` permutes)."""
+    m = rows.shape[0]
+    d = X_all.shape[1]
+    X = np.empty((m, d))
+    norms = np.empty(m)
+    y = np.empty(m)
+    inv_c = np.empty(m)
+    diag = np.empty(m)
+    for i in range(m):
+        source = X_all[rows[i]]
+        norm = 0.0
+        for a in range(d):
+            value = np.float64(source[a])
+            X[i, a] = value
+            norm += value * value
+        norms[i] = norm
+        y[i] = np.float64(signs[i])
+        inv_c[i] = 1.0 / C[i]
+        # Q_ii = y_i^2 (k(x_i, x_i) + bias) + 1 / C_i (the problem's extended kernel, problem.py)
+        diag[i] = kernel_from_dot(kind, norm, norm, norm, gamma, coef0, degree) + bias + inv_c[i]
+    return X, norms, y, inv_c, diag
+
+
+@njit(cache=True, nogil=True)
+def balanced_start(y, n_init, seed):
+    """Sorted positions of about ``n_init`` random points, as many of each sign as possible (at most
+    ``n_init // (number of signs)`` each) -- the engine's class-balanced start (seed 000 sec. 2.1 (b);
+    :func:`~coresvm.solvers.driver.balanced_initial_points`), drawn here by Numba's generator seeded with
+    ``seed``: NumPy's ``RandomState(seed)`` costs ~0.2 ms of GIL-held time per sub-problem."""
+    np.random.seed(seed)  # this thread's Numba generator only
+    m = y.shape[0]
+    n_positive = 0
+    for i in range(m):
+        if y[i] > 0:
+            n_positive += 1
+    n_signs = (n_positive > 0) + (n_positive < m)
+    per_class = max(1, n_init // n_signs)
+    chosen = np.empty(0, dtype=np.int64)
+    for sign in (-1.0, 1.0):  # np.unique's order, as balanced_initial_points
+        members = np.flatnonzero(y == sign)
+        take = min(per_class, members.shape[0])
+        for k in range(take):  # partial Fisher-Yates: take distinct members uniformly
+            j = k + np.random.randint(0, members.shape[0] - k)
+            members[k], members[j] = members[j], members[k]
+        chosen = np.concatenate((chosen, members[:take]))
+    return np.sort(chosen)
+
+
+@njit(cache=True, nogil=True)  # the whole sub-problem, set-up included, runs without the GIL
+def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, lam, second_rule, gmdm_k, eta, tol,
+                     max_iter, max_time, init_idx, init_alpha, batch_size, n_init, seed):
+    """:func:`solve_dense_loop` on the rows ``rows`` of ``X_all`` with signs ``signs`` and penalties ``C``
+    (one per row of the sub-problem); ``init_idx`` are positions in ``rows``; without them (empty) the
+    start is :func:`balanced_start` with ``n_init`` and ``seed``, uniform weights."""
+    X, norms, y, inv_c, diag = _gather_problem(X_all, rows, signs, C, kind, gamma, coef0, degree, bias)
+    if init_idx.shape[0] == 0:
+        init_idx = balanced_start(y, n_init, seed)
+        init_alpha = np.full(init_idx.shape[0], 1.0 / init_idx.shape[0])
+    return solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k,
+                            eta, tol, max_iter, max_time, init_idx, init_alpha, batch_size)
+
+
 def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndarray | None = None,
               init_alpha: np.ndarray | None = None) -> SolverResult:
     """Solve a dense binary ``problem`` with :func:`solve_dense_loop`, like :func:`~coresvm.solvers.driver.run_engine`.
@@ -250,36 +320,45 @@ def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndar
     ``init_idx`` it starts, as the engine, from a class-balanced random subset with uniform weights.
     ``cache_misses`` in the result counts the kernel rows computed.
     """
-    X = problem.X
-    if not isinstance(X, np.ndarray):
-        raise ValueError("the dense small-problem solver needs a dense NumPy X (CSR and memory maps: use 'coreset')")
     if problem.is_joint:
         raise ValueError("the dense small-problem solver takes binary problems, not the joint multiclass one")
-    if not fits_dense(problem.n_points, options.cache_bytes):
+    return run_dense_rows(problem.X, np.arange(problem.n_points), problem.y, problem.C, problem.kernel,
+                          problem.bias, problem.lam, options, init_idx, init_alpha)
+
+
+def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel: KernelSpec, bias: bool, lam: float,
+                   options: SolverOptions, init_idx: np.ndarray | None = None,
+                   init_alpha: np.ndarray | None = None) -> SolverResult:
+    """Solve the binary problem on the rows ``rows`` of a dense ``X`` (signs and ``C_i`` per row of the
+    sub-problem) with :func:`solve_rows_dense`; as :func:`run_dense`, with ``support`` in positions of ``rows``.
+
+    The sub-problem's arrays are gathered inside the compiled call, so a one-vs-one pair in a worker
+    thread holds the GIL only for the few small Python steps around it (argument conversion, the result);
+    the class-balanced start is drawn in the compiled call too (:func:`balanced_start`)."""
+    if not isinstance(X, np.ndarray):
+        raise ValueError("the dense small-problem solver needs a dense NumPy X (CSR and memory maps: use 'coreset')")
+    n_points = len(rows)
+    if not fits_dense(n_points, options.cache_bytes):
         raise ValueError(
-            f"a problem of {problem.n_points} points needs {problem.n_points ** 2 * 8 / 2**20:.0f} MB for its "
+            f"a problem of {n_points} points needs {n_points ** 2 * 8 / 2**20:.0f} MB for its "
             f"kernel rows; the budget (cache_size) is {options.cache_bytes / 2**20:.0f} MB"
         )
-    if init_idx is None:
-        init_idx = balanced_initial_points(problem.y, options.n_init, np.random.RandomState(options.seed))
-        init_alpha = np.full(len(init_idx), 1.0 / len(init_idx))
+    if init_idx is None:  # drawn in the compiled call (balanced_start)
+        init_idx, init_alpha = np.empty(0, dtype=np.int64), np.empty(0)
     init_alpha = np.asarray(init_alpha, dtype=np.float64)
-    init_alpha = init_alpha / init_alpha.sum()
-    # The loop permutes its inputs in place: it gets copies (X's float64 copy doubles as one).
-    # A compact problem (the core-set solvers' form) keeps int8 signs: the loop wants float64.
-    X = np.array(X, dtype=np.float64, order="C", copy=True)
-    kernel = problem.kernel
+    init_alpha = init_alpha / init_alpha.sum() if len(init_alpha) else init_alpha
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
     start = time.perf_counter()
-    alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_dense_loop(
-        X, problem.norms.astype(np.float64), np.array(problem.y, dtype=np.float64), problem.inv_c.copy(),
-        np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), problem.bias_term,
-        problem.diag.copy(),
-        float(problem.lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
+    alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_rows_dense(
+        np.ascontiguousarray(X), rows, signs, np.asarray(C, dtype=np.float64),
+        np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), 1.0 if bias else 0.0,
+        float(lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
         float(options.eta), float(options.tol), np.int64(options.max_iter), float(options.max_time),
         np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
-        np.int64(BATCH),
+        np.int64(BATCH), np.int64(options.n_init), np.uint32(options.seed % 2**32),
     )
     elapsed = time.perf_counter() - start
     support = np.flatnonzero(alpha > 0)
     return _result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
-                   rounds=int(rounds), cache_bytes=int(n_rows) * problem.n_points * 8)
+                   rounds=int(rounds), cache_bytes=int(n_rows) * n_points * 8)

@@ -22,13 +22,12 @@ and the gradient half ``G = Q a``.  Two ways to hold ``G``:
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from numba import njit, objmode
 
 from ..cache import cache_slot
 from ..problem import extended_column, extended_row, weighted_rows
+from .clock import now as _now  # GIL-free on Linux: parallel workers do not wait for each other's clock readings
 from .steps import (
     CURVATURE_FLOOR,
     away_direction,
@@ -51,11 +50,6 @@ STATUS_NAMES = {0: "converged", 1: "max_iter", 2: "max_time", 3: "core_set_full"
 TIME_CHECK_EVERY = 16
 
 
-@njit(cache=True)
-def _now():
-    with objmode(t="float64"):
-        t = time.perf_counter()
-    return t
 
 
 def print_progress(n_iter, gap, rel_gap, n_active, elapsed):
