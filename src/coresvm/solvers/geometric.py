@@ -43,14 +43,16 @@ computed in a compiled loop when it is drawn, and kept if it joins.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 
 from ..kernels import apply_kernel_to_dots, row_to_dense, single_threaded_blas
 from ..problem import extended_row
-from .core_set import _compact_gram_in_place, select_second_vertex
+from .core_set import _compact_gram_in_place, _label_weighted_sums, select_second_vertex
 from .engine import (
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
@@ -544,3 +546,219 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
                             STATUS_CORE_SET_FULL)
                 n_iter += 1
     return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CONVERGED
+
+
+# ---------------------------------------------------------------------------------------------
+# BVM without a Gram matrix (seed 004 Alg. 2; LibCVM's BVM)
+# ---------------------------------------------------------------------------------------------
+MAX_CORE_VECTORS = 50000  # LibCVM's -f default: the most SVs a BVM run may take
+
+
+COLUMN_VALUE_SPEEDUP = 10  # a column's kernel value (BLAS + vectorized exp) vs one of the compiled search
+
+
+def bvm_track_after(m: int, probe: int) -> int:
+    """The #SV from which BVM keeps ``g`` of every point (:func:`solve_bvm`).
+
+    From then on one try of the search on demand (``probe x #SV`` kernel values, one scalar ``exp``
+    each) costs more than the one column of ``m`` values a step needs when ``g`` is tracked, which are
+    ~10x cheaper each (w8a: 78 ns vs 18 ns per value, measured with ``extended_row`` and
+    :class:`_ColumnMaker` before its CSC path).
+    """
+    return max(1, -(-m // (max(probe, 1) * COLUMN_VALUE_SPEEDUP)))
+
+
+def _bvm_beta(g_v: float, w2: float, tau_v: float, radius2: float, eta: float) -> float:
+    """BVM's step toward ``x~_v`` (seed 004 Alg. 2 line 5, with ``R^`` as in the errata).
+
+    ``beta = 1 - R^ / ||c - x~_v||`` puts ``x~_v`` on the new sphere of radius ``R^``.  A violator
+    inside the estimated ball (possible only with the mn/adjmn rules) gets the exact line-search
+    step toward ``x~_v`` instead (see the module docstring).
+    """
+    distance = math.sqrt(max(w2 - 2.0 * g_v + tau_v, 0.0))
+    beta = eta * (1.0 - math.sqrt(radius2) / distance) if distance > 0.0 else 0.0
+    if beta <= 0.0:
+        derivative, curvature = toward_direction(g_v, tau_v, w2, 0.0, 0.0)
+        beta = clipped_step(derivative, curvature, 1.0, eta)
+    return min(beta, 1.0)
+
+
+@njit(cache=True)
+def _seed_compiled_rng(seed):
+    np.random.seed(seed)
+
+
+@njit(cache=True)
+def _bvm_search(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, stopping, w2, eps, draws, probe,
+                strata_ptr, strata_order, sv_idx, alpha, n_sv, g_all, tracked, draw_buffer, row):
+    """LibCVM's "59 x 10" search: up to ``draws // probe`` tries of ``probe`` draws; the worst violator
+    of the first try that has one.  Returns (point or -1, its g, its margin).
+
+    ``g`` of a candidate is ``g_all[point]`` when every point's ``g`` is tracked, else computed
+    from its row over the SVs (``#SV`` kernel values).
+    """
+    m = y.shape[0]
+    v_point = -1
+    g_v = 0.0
+    worst_margin = 0.0
+    for _ in range(max(draws // probe, 1)):
+        _draw(m, probe, strata_ptr, strata_order, draw_buffer)
+        for c in range(probe):
+            point = draw_buffer[c]
+            if tracked:
+                g_point = g_all[point]
+            else:
+                extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, row)
+                g_point = 0.0
+                for t in range(n_sv):
+                    g_point += alpha[t] * row[t]
+            margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
+            if margin > worst_margin:
+                worst_margin = margin
+                v_point = point
+                g_v = g_point
+        if v_point >= 0:
+            break
+    return v_point, g_v, worst_margin
+
+
+class _ColumnMaker:
+    """``Q[:, v]`` over every training point: one BLAS GEMV (dense) or SpMV (CSR) and a vectorized ``exp``.
+
+    Used by BVM once it tracks every point's ``g`` (:func:`solve_bvm`); a compiled scalar loop
+    (:func:`~coresvm.problem.extended_row`) was ~4x slower on w8a, mostly in its scalar ``exp``.
+    """
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.sparse = sp.issparse(problem.X)
+        if self.sparse:
+            # x_v has few nonzeros: sum_f x_vf X[:, f] over its features (CSC) reads ~nnz(x_v) columns,
+            # not all of X (w8a: ~12 of 300 features)
+            X = sp.csr_matrix(problem.X)
+            self.csr = (X.data.astype(np.float64), X.indices.astype(np.int64), X.indptr.astype(np.int64))
+            csc = X.tocsc()
+            self.csc = (csc.data.astype(np.float64), csc.indices.astype(np.int64), csc.indptr.astype(np.int64))
+        else:
+            self.X = problem.data  # the solvers' float64 copy of dense data
+        _, self.norms, _, _, _, _, self.y, self.inv_c, _ = problem.kernel_args()
+        self.dots = np.empty(problem.n_points)
+
+    @staticmethod
+    def applies(problem) -> bool:
+        """Dense in-memory (or memory-mapped) arrays and CSR matrices; not the row-reading ``MappedRows``."""
+        return isinstance(problem.X, np.ndarray) or sp.issparse(problem.X)
+
+    def __call__(self, v: int) -> np.ndarray:
+        if self.sparse:
+            _sparse_column_dots(*self.csr, *self.csc, v, self.dots)
+            dots = self.dots.copy()
+        else:
+            dots = self.X @ self.X[v]
+        column = apply_kernel_to_dots(dots[None, :], self.problem.kernel, self.norms[v : v + 1], self.norms)[0]
+        column += self.problem.bias_term
+        column *= self.y * self.y[v]
+        column[v] += self.inv_c[v]
+        return column
+
+
+@njit(cache=True)
+def _sparse_column_dots(data, indices, indptr, csc_data, csc_indices, csc_indptr, v, out):
+    """``out = X @ x_v`` for CSR ``X`` (with its CSC copy): the columns of x_v's nonzero features."""
+    out[:] = 0.0
+    for p in range(indptr[v], indptr[v + 1]):
+        feature = indices[p]
+        value = data[p]
+        for q in range(csc_indptr[feature], csc_indptr[feature + 1]):
+            out[csc_indices[q]] += value * csc_data[q]
+
+
+def _gradients_of_every_point(problem, support: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``(Q a)_i`` for every training point (BLAS-blocked kernel products), when tracking starts."""
+    everyone = np.arange(problem.n_points)
+    g = _label_weighted_sums(problem, everyone, support, alpha)
+    g[support] += problem.inv_c_of(support) * alpha
+    return g
+
+
+def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr,
+              strata_order, max_sv, track_after, verbose):
+    """BVM (seed 004 Alg. 2) over the eps ``stages``, with LibCVM's "59 x 10" violator search.
+
+    Each iteration draws ``probe`` candidates (up to ``draws // probe`` times) and steps toward
+    the worst violator of the first try that has one: ``c' = (1 - beta) c + beta x~_v``, every
+    weight shrinks, ``v`` joins the SVs.  BVM never needs the SVs' Gram matrix (its step has no
+    second vertex), so the SV set is limited only by ``max_sv`` (LibCVM's ``-f``).
+
+    A candidate's ``g_i = (Q a)_i`` costs ``#SV`` kernel values when computed on demand.  Once
+    ``#SV >= track_after`` (:func:`bvm_track_after`: when ``probe * #SV >= m``) it is cheaper to keep
+    ``g`` of *every* point up to date: one column of ``m`` kernel values per step,
+    ``g' = (1 - beta) g + beta Q[:, v]`` (seed 004 sec. 2.0), after which a candidate's ``g`` is a
+    lookup.  The draws, the search and the steps are the same in both modes.
+
+    Returns (sv indices, weights, iterations, w2, last relative violation, status, stage log) where
+    the stage log has one row ``(eps, iterations, #SV, seconds)`` per completed stage.
+    """
+    kargs = problem.kernel_args()
+    diag_all = problem.diag
+    m = problem.n_points
+    _seed_compiled_rng(np.int64(seed))
+    sv_idx = np.zeros(max_sv, dtype=np.int64)
+    sv_pos = np.full(m, -1, dtype=np.int64)
+    alpha = np.zeros(max_sv)
+    row = np.empty(max_sv)
+    draw_buffer = np.empty(probe, dtype=np.int64)
+    sv_idx[0], sv_pos[init_point], alpha[0], n_sv = init_point, 0, 1.0, 1
+    w2 = radius2 = float(diag_all[init_point])  # R^2 = k~(x, x), constant for the MEB solvers
+    if not _ColumnMaker.applies(problem):
+        track_after = max_sv + 1
+    g_all, column_of = np.zeros(0), None
+    stage_log = np.zeros((len(stages), 4))
+    n_iter, last_violation = 0, 0.0
+    start = time.perf_counter()
+    last_report = 0.0
+
+    def stopped(status, n_stages):
+        return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, status, stage_log[:n_stages]
+
+    with single_threaded_blas():  # one GEMV per step: threads cost more than they save, and the cores are shared
+        for stage, eps in enumerate(stages):
+            while True:
+                if n_iter >= max_iter:
+                    return stopped(STATUS_MAX_ITER, stage)
+                elapsed = time.perf_counter() - start
+                if elapsed > max_time:
+                    return stopped(STATUS_MAX_TIME, stage)
+                if verbose > 0.0 and elapsed - last_report >= verbose:
+                    print_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
+                    last_report = elapsed
+                if column_of is None and n_sv >= track_after:
+                    g_all = _gradients_of_every_point(problem, sv_idx[:n_sv], alpha[:n_sv])
+                    column_of = _ColumnMaker(problem)
+                v_point, g_v, margin = _bvm_search(*kargs, diag_all, stopping, w2, float(eps), draws, probe,
+                                                   strata_ptr, strata_order, sv_idx, alpha, n_sv, g_all,
+                                                   column_of is not None, draw_buffer, row)
+                if v_point < 0:
+                    last_violation = 0.0
+                    stage_log[stage] = eps, n_iter, n_sv, time.perf_counter() - start
+                    break  # this stage is done
+                last_violation = margin / w2
+                v = sv_pos[v_point]
+                if v < 0:  # v joins the SVs
+                    if n_sv == max_sv:
+                        return stopped(STATUS_CORE_SET_FULL, stage)
+                    v = n_sv
+                    sv_idx[v], sv_pos[v_point], alpha[v] = v_point, v, 0.0
+                    n_sv += 1
+                # the ball step c' = (1 - beta) c + beta x~_v (seed 004 Alg. 2 lines 5-7)
+                tau_v = float(diag_all[v_point])
+                beta = _bvm_beta(g_v, w2, tau_v, radius2, eta)
+                if beta > 0.0:
+                    w2 = (1.0 - beta) ** 2 * w2 + 2.0 * beta * (1.0 - beta) * g_v + beta * beta * tau_v
+                    alpha[:n_sv] *= 1.0 - beta
+                    alpha[v] += beta
+                    if column_of is not None:
+                        g_all *= 1.0 - beta
+                        g_all += beta * column_of(v_point)
+                n_iter += 1
+    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CONVERGED, stage_log
