@@ -267,21 +267,25 @@ def _run_bvm(problem, options, rng, init_point: int, eps: float, stages: np.ndar
     start = time.perf_counter()
     m = problem.n_points
     track_after = bvm_track_after(m, options.probe) if options.track_after is None else options.track_after
-    support, alpha, n_iter, w2, violation, status, stage_log = solve_bvm(
+    support, alpha, g_support, n_iter, violation, status, stage_log = solve_bvm(
         problem, np.int64(STOPPING_RULES[options.stopping]), stages, np.int64(options.draws),
         np.int64(options.probe), float(options.eta), int(options.max_iter), float(options.max_time),
         rng.randint(0, 2**31 - 1), int(init_point), *_strata(problem.y, options.stratified),
         min(options.max_core_vectors, m), track_after, float(options.verbose),
     )
     return _ball_result(problem, support, alpha, n_iter, violation, status, start, len(stages), eps,
-                        stage_log=stage_log)
+                        g_support=g_support, stage_log=stage_log)
 
 
-def _ball_result(problem, support, alpha, n_iter, violation, status, start, rounds, eps, **extra) -> SolverResult:
+def _ball_result(problem, support, alpha, n_iter, violation, status, start, rounds, eps, g_support=None,
+                 **extra) -> SolverResult:
     keep = alpha > 0
     support, alpha = support[keep], alpha[keep]
-    # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.
-    g_support = _exact_gradient(problem, support, alpha)
+    if g_support is None:
+        # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.
+        g_support = _exact_gradient(problem, support, alpha)
+    else:  # BVM tracked every point's g in float64 (no Gram): no #SV^2 kernel values at the end
+        g_support = g_support[keep]
     w2 = float(alpha @ g_support)
     # The last search found no violator (violation 0) when the run converged; the SVs' own gap
     # 2 (||c||^2 - min g) is reported too, so that 'gap' is, as for the sampled engine, a lower

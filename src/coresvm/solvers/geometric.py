@@ -623,7 +623,8 @@ def _bvm_search(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_al
 
 
 class _ColumnMaker:
-    """``Q[:, v]`` over every training point: one BLAS GEMV (dense) or SpMV (CSR) and a vectorized ``exp``.
+    """``Q[:, v]`` over every training point: one BLAS GEMV (dense) or the CSC columns of x_v's features
+    (sparse), and a vectorized ``exp``.
 
     Used by BVM once it tracks every point's ``g`` (:func:`solve_bvm`); a compiled scalar loop
     (:func:`~coresvm.problem.extended_row`) was ~4x slower on w8a, mostly in its scalar ``exp``.
@@ -643,23 +644,28 @@ class _ColumnMaker:
             self.X = problem.data  # the solvers' float64 copy of dense data
         _, self.norms, _, _, _, _, self.y, self.inv_c, _ = problem.kernel_args()
         self.dots = np.empty(problem.n_points)
+        self.rbf = problem.kernel.name == "rbf"
 
     @staticmethod
     def applies(problem) -> bool:
         """Dense in-memory (or memory-mapped) arrays and CSR matrices; not the row-reading ``MappedRows``."""
         return isinstance(problem.X, np.ndarray) or sp.issparse(problem.X)
 
-    def __call__(self, v: int) -> np.ndarray:
+    def step(self, v: int, beta: float, g_all: np.ndarray) -> None:
+        """``g_all = (1 - beta) g_all + beta Q[:, v]`` (BVM's step for every point's g, seed 004 sec. 2.0)."""
         if self.sparse:
             _sparse_column_dots(*self.csr, *self.csc, v, self.dots)
-            dots = self.dots.copy()
+            dots = self.dots
         else:
             dots = self.X @ self.X[v]
-        column = apply_kernel_to_dots(dots[None, :], self.problem.kernel, self.norms[v : v + 1], self.norms)[0]
-        column += self.problem.bias_term
-        column *= self.y * self.y[v]
-        column[v] += self.inv_c[v]
-        return column
+        problem = self.problem
+        if self.rbf:
+            # exp(-gamma ||x_i - x_v||^2): the exponent in a compiled pass, the exp vectorized by NumPy
+            _rbf_exponent(dots, self.norms, v, problem.kernel.gamma)
+            kernel = np.exp(dots, out=dots)
+        else:
+            kernel = apply_kernel_to_dots(dots[None, :], problem.kernel, self.norms[v : v + 1], self.norms)[0]
+        _toward_all(g_all, kernel, self.y, v, problem.bias_term, self.inv_c[v], beta)
 
 
 @njit(cache=True)
@@ -671,6 +677,24 @@ def _sparse_column_dots(data, indices, indptr, csc_data, csc_indices, csc_indptr
         value = data[p]
         for q in range(csc_indptr[feature], csc_indptr[feature + 1]):
             out[csc_indices[q]] += value * csc_data[q]
+
+
+@njit(cache=True)
+def _rbf_exponent(dots, norms, v, gamma):
+    """``dots_i <- -gamma ||x_i - x_v||^2`` from ``dots_i = x_i . x_v`` (clipped at 0 like the kernels)."""
+    norm_v = norms[v]
+    for i in range(dots.shape[0]):
+        dots[i] = -gamma * max(norms[i] + norm_v - 2.0 * dots[i], 0.0)
+
+
+@njit(cache=True)
+def _toward_all(g_all, kernel, y, v, bias, inv_c_v, beta):
+    """``g_i <- (1 - beta) g_i + beta Q_iv`` with ``Q_iv = y_i y_v (k_iv + bias) + [i = v] / C_v``."""
+    keep = 1.0 - beta
+    scaled = beta * y[v]
+    for i in range(g_all.shape[0]):
+        g_all[i] = keep * g_all[i] + scaled * y[i] * (kernel[i] + bias)
+    g_all[v] += beta * inv_c_v
 
 
 def _gradients_of_every_point(problem, support: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -696,8 +720,9 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
     ``g' = (1 - beta) g + beta Q[:, v]`` (seed 004 sec. 2.0), after which a candidate's ``g`` is a
     lookup.  The draws, the search and the steps are the same in both modes.
 
-    Returns (sv indices, weights, iterations, w2, last relative violation, status, stage log) where
-    the stage log has one row ``(eps, iterations, #SV, seconds)`` per completed stage.
+    Returns (sv indices, weights, their g when tracked or None, iterations, last relative violation,
+    status, stage log) where the stage log has one row ``(eps, iterations, #SV, seconds)`` per
+    completed stage.
     """
     kargs = problem.kernel_args()
     diag_all = problem.diag
@@ -719,7 +744,9 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
     last_report = 0.0
 
     def stopped(status, n_stages):
-        return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, status, stage_log[:n_stages]
+        g_support = g_all[sv_idx[:n_sv]] if column_of is not None else None
+        return (sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), g_support, n_iter, last_violation, status,
+                stage_log[:n_stages])
 
     with single_threaded_blas():  # one GEMV per step: threads cost more than they save, and the cores are shared
         for stage, eps in enumerate(stages):
@@ -758,7 +785,6 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
                     alpha[:n_sv] *= 1.0 - beta
                     alpha[v] += beta
                     if column_of is not None:
-                        g_all *= 1.0 - beta
-                        g_all += beta * column_of(v_point)
+                        column_of.step(v_point, beta, g_all)
                 n_iter += 1
-    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CONVERGED, stage_log
+    return stopped(STATUS_CONVERGED, len(stages))
