@@ -75,3 +75,15 @@ def test_tracking_starts_when_a_try_on_demand_costs_more_than_a_column():
     assert bvm_track_after(50_000, 59) == 85  # ceil(50000 / (59 * 10))
     assert bvm_track_after(10, 59) == 1
 
+
+
+def test_a_run_cut_inside_a_stage_returns_the_model_of_the_last_completed_stage():
+    """The multiscale stages 1/2, ..., 2^-10 are a prefix of those to 1e-5: same seed, same steps, so a
+    run to 1e-5 cut inside the stage after 2^-10 returns exactly the run to 2^-10."""
+    problem = rbf_problem(m=600, C=1000.0)
+    to_stage = run_engine(problem, bvm_options(eps=2.0**-10))
+    cut = run_engine(problem, bvm_options(eps=1e-5, max_iter=to_stage.n_iter + 5))
+    assert to_stage.status == "converged" and cut.status == "max_iter"
+    assert cut.stage_log[-1, 0] == 2.0**-10
+    np.testing.assert_array_equal(cut.support, to_stage.support)
+    np.testing.assert_allclose(cut.alpha, to_stage.alpha, rtol=1e-12)
