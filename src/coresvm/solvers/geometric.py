@@ -36,9 +36,13 @@ and ``w2 = ||c||^2 = a'Qa`` (seed 004 sec. 2.0).  One iteration:
 The eps stages follow the multiscale schedule (Alg. 5 as gsvm runs it): 1/2,
 1/4, ... clamped so that the last stage is exactly ``eps``.
 
-The SVs' Gram matrix lives in memory, within the same byte budget as the core
-set of :mod:`~coresvm.solvers.core_set`; a candidate's row over the SVs is
-computed in a compiled loop when it is drawn, and kept if it joins.
+SphereSVM and MNSVM keep the SVs' Gram matrix in memory, within the same byte
+budget as the core set of :mod:`~coresvm.solvers.core_set`; a candidate's row
+over the SVs is computed when it is drawn, and kept if it joins.  BVM runs in
+its own loop (:func:`solve_bvm`) without a Gram matrix: its step has no second
+vertex, so it needs only the candidates' ``g``, which it computes on demand
+while the SVs are few and then keeps for every point (one kernel column a step).
+A BVM run cut inside an eps stage returns the model of the last completed stage.
 """
 
 from __future__ import annotations
@@ -202,7 +206,7 @@ def _mn_step(gram, alpha, g, diag, n_sv, v, u, eta):
 @njit(cache=True)
 def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k, eta,
               radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv):
-    """Bring the violator ``v_point`` into the SV set and take the rule's step (seed 004 Algs. 2-4).
+    """Bring the violator ``v_point`` into the SV set and take SphereSVM's or MNSVM's step (seed 004 Algs. 3-4).
 
     ``g_v`` is its ``g`` and ``best_row`` its row of ``Q`` over the SVs (used when it is not an SV yet).
     Returns (number of SVs, new w2, whether the SV set was full).  Shared by the compiled
@@ -222,58 +226,49 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
         v = n_sv
         n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, v_point, best_row, g_v,
                           diag_all[v_point], data, features)
-    # 3. the step
-    if rule == BVM:
-        distance = np.sqrt(max(w2 - 2.0 * g[v] + diag[v], 0.0))
-        beta = eta * (1.0 - np.sqrt(radius2) / distance) if distance > 0.0 else 0.0
-        if beta <= 0.0:
-            # v violates the rule but lies inside the estimated ball: exact toward step instead
-            derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
-            beta = clipped_step(derivative, curvature, 1.0, eta)
-        w2 = _toward_update(gram, alpha, g, n_sv, v, min(beta, 1.0), w2, diag[v])
+    # 3. the step (BVM has its own loop, solve_bvm)
+    u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k)
+    if u < 0:
+        # no SV to take weight from (v is the only one): an exact toward step
+        derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
+        w2 = _toward_update(gram, alpha, g, n_sv, v, clipped_step(derivative, curvature, 1.0, eta),
+                            w2, diag[v])
     else:
-        u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k)
-        if u < 0:
-            # no SV to take weight from (v is the only one): an exact toward step
-            derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
-            w2 = _toward_update(gram, alpha, g, n_sv, v, clipped_step(derivative, curvature, 1.0, eta),
-                                w2, diag[v])
+        beta = 0.0
+        if rule == SPHERE:
+            beta = min(eta * sphere_step(g[v], g[u], w2, diag[v], gram[v, u], diag[u], radius2),
+                       alpha[u])
+            # A sphere step that does not lower ||c||^2 (past twice the pair's line-search
+            # minimum) let two SVs trade their weight back and forth forever on a 4-point
+            # problem (tests/test_properties.py): take the MNSVM step instead.
+            derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
+            if objective_change(derivative, curvature, beta) >= 0.0:
+                beta = 0.0
+        if beta > 0.0:
+            w2 += _pair_step(gram, alpha, g, diag, n_sv, v, u, beta)
         else:
-            beta = 0.0
-            if rule == SPHERE:
-                beta = min(eta * sphere_step(g[v], g[u], w2, diag[v], gram[v, u], diag[u], radius2),
-                           alpha[u])
-                # A sphere step that does not lower ||c||^2 (past twice the pair's line-search
-                # minimum) let two SVs trade their weight back and forth forever on a 4-point
-                # problem (tests/test_properties.py): take the MNSVM step instead.
-                derivative, curvature = pairwise_direction(g[v], g[u], diag[v], diag[u], gram[v, u], 0.0)
-                if objective_change(derivative, curvature, beta) >= 0.0:
-                    beta = 0.0
-            if beta > 0.0:
-                w2 += _pair_step(gram, alpha, g, diag, n_sv, v, u, beta)
-            else:
-                # MNSVM, or a SphereSVM violator inside the estimated ball (no positive root)
-                w2 += _mn_step(gram, alpha, g, diag, n_sv, v, u, eta)
-        # SV-only refinement (gsvm: 20 updates once #SV > 400)
-        if n_sv > REFINE_MIN_SV:
-            for _ in range(REFINE_STEPS):
-                v_ref = -1
-                lowest = np.inf
-                for t in range(n_sv):
-                    if g[t] < lowest:
-                        lowest = g[t]
-                        v_ref = t
-                u_ref = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
-                                             gmdm_k)
-                if u_ref < 0:
-                    break
-                w2 += _mn_step(gram, alpha, g, diag, n_sv, v_ref, u_ref, eta)
-        n_zero = 0
-        for t in range(n_sv):
-            if alpha[t] <= 0.0:
-                n_zero += 1
-        if n_zero > COMPACT_ZERO_FRACTION * n_sv and n_sv > 64:
-            n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
+            # MNSVM, or a SphereSVM violator inside the estimated ball (no positive root)
+            w2 += _mn_step(gram, alpha, g, diag, n_sv, v, u, eta)
+    # SV-only refinement (gsvm: 20 updates once #SV > 400)
+    if n_sv > REFINE_MIN_SV:
+        for _ in range(REFINE_STEPS):
+            v_ref = -1
+            lowest = np.inf
+            for t in range(n_sv):
+                if g[t] < lowest:
+                    lowest = g[t]
+                    v_ref = t
+            u_ref = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
+                                         gmdm_k)
+            if u_ref < 0:
+                break
+            w2 += _mn_step(gram, alpha, g, diag, n_sv, v_ref, u_ref, eta)
+    n_zero = 0
+    for t in range(n_sv):
+        if alpha[t] <= 0.0:
+            n_zero += 1
+    if n_zero > COMPACT_ZERO_FRACTION * n_sv and n_sv > 64:
+        n_sv = _compact(sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
     return n_sv, w2, False
 
 
