@@ -87,3 +87,15 @@ def test_a_run_cut_inside_a_stage_returns_the_model_of_the_last_completed_stage(
     assert cut.stage_log[-1, 0] == 2.0**-10
     np.testing.assert_array_equal(cut.support, to_stage.support)
     np.testing.assert_allclose(cut.alpha, to_stage.alpha, rtol=1e-12)
+
+
+def test_float32_data_gives_the_float64_trajectory():
+    """The tracked g is computed in float64 whatever the data's dtype (float32 BLAS: ~1e-7 off)."""
+    problem = rbf_problem(m=300, C=100.0)
+    single = SimplexProblem(problem.X.astype(np.float32), problem.y, 1 / problem.inv_c, problem.kernel)
+    double = SimplexProblem(single.X.astype(np.float64), problem.y, 1 / problem.inv_c, problem.kernel)
+    a = run_engine(single, bvm_options(track_after=0))
+    b = run_engine(double, bvm_options(track_after=0))
+    assert a.n_iter == b.n_iter
+    np.testing.assert_array_equal(a.support, b.support)
+    np.testing.assert_allclose(a.alpha, b.alpha, rtol=1e-10, atol=1e-14)

@@ -57,7 +57,7 @@ from numba import njit
 
 from ..kernels import apply_kernel_to_dots, kernel_product, row_to_dense, single_threaded_blas
 from ..problem import extended_row
-from .core_set import _compact_gram_in_place, _label_weighted_sums, select_second_vertex
+from .core_set import _compact_gram_in_place, select_second_vertex
 from .engine import (
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
@@ -640,12 +640,12 @@ class _ColumnMaker:
         if self.sparse:
             # x_v has few nonzeros: sum_f x_vf X[:, f] over its features (CSC) reads ~nnz(x_v) columns,
             # not all of X (w8a: ~12 of 300 features)
-            X = sp.csr_matrix(problem.X)
-            self.csr = (X.data.astype(np.float64), X.indices.astype(np.int64), X.indptr.astype(np.int64))
-            csc = X.tocsc()
+            self.csr = problem.data[:3]  # the solvers' canonical float64 CSR arrays
+            csc = sp.csr_matrix(self.csr, shape=problem.X.shape).tocsc()
             self.csc = (csc.data.astype(np.float64), csc.indices.astype(np.int64), csc.indptr.astype(np.int64))
         else:
-            self.X = problem.data  # the solvers' float64 copy of dense data
+            # float64 BLAS: g is compared with thresholds ~eps k~ ~ 1e-6 apart (LibCVM's eps)
+            self.X = np.asarray(problem.data, dtype=np.float64)
         _, self.norms, _, _, _, _, self.y, self.inv_c, _ = problem.kernel_args()
         self.dots = np.empty(problem.n_points)
         self.rbf = problem.kernel.name == "rbf"
@@ -657,6 +657,17 @@ class _ColumnMaker:
     def applies(problem) -> bool:
         """Dense in-memory (or memory-mapped) arrays and CSR matrices; not the row-reading ``MappedRows``."""
         return isinstance(problem.X, np.ndarray) or sp.issparse(problem.X)
+
+    def gradients(self, support: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        """``(Q a)_i`` of every point (blocked kernel products, float64), when tracking starts."""
+        problem = self.problem
+        signed = alpha * self.y[support]
+        X_all = sp.csr_matrix(self.csr, shape=problem.X.shape) if self.sparse else self.X
+        sums = kernel_product(X_all, X_all[support], problem.kernel, signed, self.norms, self.norms[support],
+                              n_threads=1)
+        g = self.y * (sums + problem.bias_term * signed.sum())
+        np.add.at(g, support, alpha * self.inv_c[support])
+        return g
 
     def defer(self, v: int, beta: float, g_all: np.ndarray) -> None:
         """BVM's step for every point's g: applied at once (sparse data) or queued (dense data).
@@ -738,14 +749,6 @@ def _toward_all(g_all, kernel, y, v, bias, inv_c_v, beta):
     g_all[v] += beta * inv_c_v
 
 
-def _gradients_of_every_point(problem, support: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """``(Q a)_i`` for every training point (BLAS-blocked kernel products), when tracking starts."""
-    everyone = np.arange(problem.n_points)
-    g = _label_weighted_sums(problem, everyone, support, alpha)
-    g[support] += problem.inv_c_of(support) * alpha
-    return g
-
-
 def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr,
               strata_order, max_sv, track_after, verbose):
     """BVM (seed 004 Alg. 2) over the eps ``stages``, with LibCVM's "59 x 10" violator search.
@@ -818,8 +821,8 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
                     print_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
                     last_report = elapsed
                 if column_of is None and n_sv >= track_after:
-                    g_all = _gradients_of_every_point(problem, sv_idx[:n_sv], alpha[:n_sv])
                     column_of = _ColumnMaker(problem)
+                    g_all = column_of.gradients(sv_idx[:n_sv], alpha[:n_sv])
                 pending = column_of if column_of is not None else no_pending
                 v_point, g_v, margin = _bvm_search(*kargs, diag_all, stopping, w2, float(eps), draws, probe,
                                                    strata_ptr, strata_order, sv_idx, alpha, n_sv, g_all,
