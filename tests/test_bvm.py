@@ -9,7 +9,7 @@ from test_geometric import rbf_problem
 
 from coresvm.problem import SimplexProblem
 from coresvm.solvers.driver import SolverOptions, run_engine
-from coresvm.solvers.geometric import PENDING_STEPS, _bvm_beta, bvm_track_after
+from coresvm.solvers.geometric import _bvm_beta, bvm_track_after, pending_steps
 
 
 def bvm_options(**extra):
@@ -37,14 +37,14 @@ def test_a_violator_inside_the_ball_gets_the_exact_line_search_step():
 @pytest.mark.parametrize("sparse", [False, True])
 def test_tracking_every_points_g_gives_the_on_demand_trajectory(sparse):
     """Same draws, same g up to rounding: the same steps, whether g of every point is kept
-    (dense: steps queued by PENDING_STEPS and caught up for drawn candidates) or computed on demand."""
+    (dense: steps queued by pending_steps and caught up for drawn candidates) or computed on demand."""
     problem = rbf_problem(m=400, C=100.0)
     if sparse:
         problem = SimplexProblem(sp.csr_matrix(problem.X), problem.y, 1 / problem.inv_c, problem.kernel)
     tracked = run_engine(problem, bvm_options(track_after=0))
     on_demand = run_engine(problem, bvm_options(track_after=10**9))
     assert tracked.status == on_demand.status == "converged"
-    assert tracked.n_iter == on_demand.n_iter > 3 * PENDING_STEPS
+    assert tracked.n_iter == on_demand.n_iter > 3 * pending_steps(problem.n_points, 59)
     np.testing.assert_array_equal(tracked.support, on_demand.support)
     np.testing.assert_allclose(tracked.alpha, on_demand.alpha, rtol=1e-9, atol=1e-13)
     Q = problem.dense_Q()
@@ -74,6 +74,8 @@ def test_the_stage_log_follows_the_multiscale_schedule_to_eps():
 def test_tracking_starts_when_a_try_on_demand_costs_more_than_a_column():
     assert bvm_track_after(50_000, 59) == 85  # ceil(50000 / (59 * 10))
     assert bvm_track_after(10, 59) == 1
+    assert pending_steps(50_000, 59) == 29 and pending_steps(1_500, 59) == 5
+    assert pending_steps(10, 59) == 1 and pending_steps(10**8, 59) == 64
 
 
 

@@ -550,7 +550,18 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
 MAX_CORE_VECTORS = 50000  # LibCVM's -f default: the most SVs a BVM run may take
 
 
-PENDING_STEPS = 32  # dense data: BVM steps applied to every point's g together (_ColumnMaker.flush)
+PENDING_STEPS = 64  # dense data: at most this many BVM steps applied to every point's g together (pending_steps)
+
+
+def pending_steps(m: int, probe: int) -> int:
+    """How many BVM steps dense data queues before applying them to every point's g (:class:`_ColumnMaker`).
+
+    Queuing ``P`` steps costs each drawn candidate ~P/2 kernel values (compiled, scalar) and saves
+    the flush ~(P - 1)/P of the memory traffic of a GEMV over ``X`` per step: a try (``probe``
+    candidates) against ``m`` points balances at ``P ~ sqrt(m / probe)`` (ijcnn1: 29; a one-vs-one
+    pair of USPS, ~1,500 points: 5, where a fixed 32 made BVM ~20% slower than the old block search).
+    """
+    return int(min(PENDING_STEPS, max(1, round(math.sqrt(m / max(probe, 1))))))
 COLUMN_VALUE_SPEEDUP = 10  # a column's kernel value (BLAS + vectorized exp) vs one of the compiled search
 
 
@@ -634,7 +645,7 @@ class _ColumnMaker:
     (:func:`~coresvm.problem.extended_row`) was ~4x slower on w8a, mostly in its scalar ``exp``.
     """
 
-    def __init__(self, problem):
+    def __init__(self, problem, probe: int):
         self.problem = problem
         self.sparse = sp.issparse(problem.X)
         if self.sparse:
@@ -649,8 +660,9 @@ class _ColumnMaker:
         _, self.norms, _, _, _, _, self.y, self.inv_c, _ = problem.kernel_args()
         self.dots = np.empty(problem.n_points)
         self.rbf = problem.kernel.name == "rbf"
-        self.pending_v = np.zeros(PENDING_STEPS, dtype=np.int64)
-        self.pending_beta = np.zeros(PENDING_STEPS)
+        self.capacity = pending_steps(problem.n_points, probe)
+        self.pending_v = np.zeros(self.capacity, dtype=np.int64)
+        self.pending_beta = np.zeros(self.capacity)
         self.n_pending = 0
 
     @staticmethod
@@ -672,7 +684,7 @@ class _ColumnMaker:
     def defer(self, v: int, beta: float, g_all: np.ndarray) -> None:
         """BVM's step for every point's g: applied at once (sparse data) or queued (dense data).
 
-        Dense data: ``PENDING_STEPS`` steps are applied together by :meth:`flush`, one blocked kernel
+        Dense data: :func:`pending_steps` steps are applied together by :meth:`flush`, one blocked kernel
         product against ``X`` instead of one memory-bound GEMV over ``X`` per step (ijcnn1: ~0.3 ms
         instead of ~0.75 ms a step, loaded machine); until then :func:`_bvm_search` brings a drawn
         candidate's g up to date with the queued steps (``n_pending`` kernel values).
@@ -683,7 +695,7 @@ class _ColumnMaker:
         self.pending_v[self.n_pending] = v
         self.pending_beta[self.n_pending] = beta
         self.n_pending += 1
-        if self.n_pending == PENDING_STEPS:
+        if self.n_pending == self.capacity:
             self.flush(g_all)
 
     def flush(self, g_all: np.ndarray) -> None:
@@ -821,7 +833,7 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
                     print_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
                     last_report = elapsed
                 if column_of is None and n_sv >= track_after:
-                    column_of = _ColumnMaker(problem)
+                    column_of = _ColumnMaker(problem, probe)
                     g_all = column_of.gradients(sv_idx[:n_sv], alpha[:n_sv])
                 pending = column_of if column_of is not None else no_pending
                 v_point, g_v, margin = _bvm_search(*kargs, diag_all, stopping, w2, float(eps), draws, probe,
