@@ -771,7 +771,7 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
     second vertex), so the SV set is limited only by ``max_sv`` (LibCVM's ``-f``).
 
     A candidate's ``g_i = (Q a)_i`` costs ``#SV`` kernel values when computed on demand.  Once
-    ``#SV >= track_after`` (:func:`bvm_track_after`: when ``probe * #SV >= m``) it is cheaper to keep
+    ``#SV >= track_after`` (:func:`bvm_track_after`: when ``10 probe #SV >= m``) it is cheaper to keep
     ``g`` of *every* point up to date: one column of ``m`` kernel values per step,
     ``g' = (1 - beta) g + beta Q[:, v]`` (seed 004 sec. 2.0), after which a candidate's ``g`` is a
     lookup.  The draws, the search and the steps are the same in both modes.
@@ -821,7 +821,7 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
             return (*current(), n_iter, last_violation, status, stage_log[:n_stages])
         return (*snapshot, n_iter, 0.0, status, stage_log[:n_stages])
 
-    with single_threaded_blas():  # one GEMV per step: threads cost more than they save, and the cores are shared
+    with single_threaded_blas():  # small BLAS calls per step: threads cost more than they save (shared cores)
         for stage, eps in enumerate(stages):
             while True:
                 if n_iter >= max_iter:
