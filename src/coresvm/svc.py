@@ -168,7 +168,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Memory budget in MB for kernel values: the LRU kernel-column cache of
         the full-search solvers, or the core set's Gram matrix for 'coreset'
         and 'cvm' (float32 when ``tol >= 1e-3``: 200 MB hold a core set of 7240
-        points; when it is full the fit stops with a ``ConvergenceWarning``).
+        points; when it is full the fit stops with a ``ConvergenceWarning``), or
+        the SVs' Gram matrix of 'sphere' and 'mnsvm'.  'bvm' keeps no Gram
+        matrix (its SV set is limited to LibCVM's 50000 core vectors).
     class_weight : dict, 'balanced' or None, default=None
         Multiplies C per class.
     bias : {'theoretic', 'kkt', 'none'} or bool, default='theoretic'

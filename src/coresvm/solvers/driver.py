@@ -13,12 +13,15 @@ from .core_set import SWEEP_MAX_POINTS, CoreSetState, _exact_gradient, draw_dist
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
 from .geometric import (
     BALL_RULES,
+    MAX_CORE_VECTORS,
     STOPPING_RULES,
     block_search_features,
+    bvm_track_after,
     default_eps,
     multiscale_schedule,
     solve_ball,
     solve_ball_blocked,
+    solve_bvm,
 )
 
 
@@ -57,6 +60,8 @@ class SolverOptions:
     probe: int = 1  # candidates per try of the violator search (BVM: 59)
     multiscale: bool = True
     block_search: bool = True  # score violator candidates in BLAS blocks when the data is dense
+    max_core_vectors: int = MAX_CORE_VECTORS  # BVM: the most SVs (LibCVM's -f)
+    track_after: int | None = None  # BVM: #SV from which g of every point is kept (None: bvm_track_after)
     # core-set solvers: called once per outer round with an info dict; True stops the run
     # (status 'callback'). The compiled engine loops cannot call it (see CoreSVC's callback).
     callback: object = None
@@ -81,6 +86,7 @@ class SolverResult:
     eps: float | None = None  # the (1 + eps) radius test's eps (CVM and the gsvm family)
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stage_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # BVM: (eps, iters, #SV, s) per stage
 
     def as_record(self) -> dict:
         return {
@@ -256,9 +262,44 @@ def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
     return default_eps(options.stopping, problem.median_diag(), problem.median_C())
 
 
+def _run_bvm(problem, options, rng, init_point: int, eps: float, stages: np.ndarray) -> SolverResult:
+    """BVM (:func:`~coresvm.solvers.geometric.solve_bvm`): no Gram matrix, so no cache budget."""
+    start = time.perf_counter()
+    m = problem.n_points
+    track_after = bvm_track_after(m, options.probe) if options.track_after is None else options.track_after
+    support, alpha, g_support, n_iter, violation, status, stage_log = solve_bvm(
+        problem, np.int64(STOPPING_RULES[options.stopping]), stages, np.int64(options.draws),
+        np.int64(options.probe), float(options.eta), int(options.max_iter), float(options.max_time),
+        rng.randint(0, 2**31 - 1), int(init_point), *_strata(problem.y, options.stratified),
+        min(options.max_core_vectors, m), track_after, float(options.verbose),
+    )
+    return _ball_result(problem, support, alpha, n_iter, violation, status, start, len(stages), eps,
+                        g_support=g_support, stage_log=stage_log)
+
+
+def _ball_result(problem, support, alpha, n_iter, violation, status, start, rounds, eps, g_support=None,
+                 **extra) -> SolverResult:
+    keep = alpha > 0
+    support, alpha = support[keep], alpha[keep]
+    if g_support is None:
+        # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.
+        g_support = _exact_gradient(problem, support, alpha)
+    else:  # BVM tracked every point's g in float64 (no Gram): no #SV^2 kernel values at the end
+        g_support = g_support[keep]
+    w2 = float(alpha @ g_support)
+    # The last search found no violator (violation 0) when the run converged; the SVs' own gap
+    # 2 (||c||^2 - min g) is reported too, so that 'gap' is, as for the sampled engine, a lower
+    # bound of the duality gap and not 0 by construction (tests/test_properties.py).
+    gap = max(2.0 * violation * w2, 2.0 * (w2 - float(g_support.min())))
+    return _result(support, alpha, n_iter, gap, 2.0 * w2, status, w2, time.perf_counter() - start,
+                   rounds=rounds, eps=eps, **extra)
+
+
 def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     eps = ball_eps(problem, options)
     stages = np.array(multiscale_schedule(eps) if options.multiscale else [eps])
+    if options.ball_rule == "bvm":
+        return _run_bvm(problem, options, rng, init_point, eps, stages)
     gram = CoreSetState.within_budget(options.cache_bytes, eps).gram
     strata_ptr, strata_order = _strata(problem.y, options.stratified)
     features = block_search_features(problem, gram.shape[0]) if options.block_search else None
@@ -279,14 +320,4 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
             float(options.max_time), np.int64(rng.randint(0, 2**31 - 1)), np.int64(init_point), strata_ptr,
             strata_order, gram, np.zeros((1, 1)), float(options.verbose),
         )
-    keep = alpha > 0
-    support, alpha = support[keep], alpha[keep]
-    # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.
-    g_support = _exact_gradient(problem, support, alpha)
-    w2 = float(alpha @ g_support)
-    # The last search found no violator (violation 0) when the run converged; the SVs' own gap
-    # 2 (||c||^2 - min g) is reported too, so that 'gap' is, as for the sampled engine, a lower
-    # bound of the duality gap and not 0 by construction (tests/test_properties.py).
-    gap = max(2.0 * violation * w2, 2.0 * (w2 - float(g_support.min())))
-    return _result(support, alpha, n_iter, gap, 2.0 * w2, status, w2, time.perf_counter() - start,
-                   rounds=len(stages), eps=eps)
+    return _ball_result(problem, support, alpha, n_iter, violation, status, start, len(stages), eps)
