@@ -117,6 +117,16 @@ def violation_threshold(rule, w2, tau_i, eps):
 
 
 @njit(cache=True)
+def g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, alpha, n_sv, row):
+    """``g = (Q a)`` of a point outside the SV set: its row of ``Q`` over the SVs (left in ``row``) times ``a``."""
+    extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, row)
+    g_point = 0.0
+    for t in range(n_sv):
+        g_point += alpha[t] * row[t]
+    return g_point
+
+
+@njit(cache=True)
 def sphere_step(g_v, g_u, w2, tau_v, Q_uv, Q_uu, radius2):
     """SphereSVM's step (seed 004 Alg. 3 lines 6-7): the smaller root ``beta`` of
     ``||c + beta (x~_v - x~_u) - x~_v||^2 = R^2``; 0 when ``v`` is inside the ball."""
@@ -325,11 +335,8 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                     if pos >= 0:
                         g_point = g[pos]
                     else:
-                        extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx,
-                                     n_sv, row)
-                        g_point = 0.0
-                        for t in range(n_sv):
-                            g_point += alpha[t] * row[t]
+                        g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point,
+                                             sv_idx, alpha, n_sv, row)
                     margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
                     if margin > worst_margin:
                         worst_margin = margin
@@ -623,10 +630,8 @@ def _bvm_search(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_al
                     for s in range(n_pending):
                         g_point = (1.0 - pending_beta[s]) * g_point + pending_beta[s] * row[s]
             else:
-                extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, row)
-                g_point = 0.0
-                for t in range(n_sv):
-                    g_point += alpha[t] * row[t]
+                g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, alpha,
+                                     n_sv, row)
             margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
             if margin > worst_margin:
                 worst_margin = margin
