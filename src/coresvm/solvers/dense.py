@@ -122,35 +122,51 @@ def _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last
 
 
 @njit(cache=True, nogil=True)
-def _move_to_front(point, n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows):
-    """Swap ``point`` (an original index) into position ``n_w`` of the working order, everywhere.
+def _move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
+    """Swap ``points`` (original indices) into working-order positions ``n_w, n_w + 1, ...``, everywhere;
+    returns the new ``n_w``.
 
-    Positions ``0 .. n_w - 1`` are the working set; their rows already exist, so
-    the two columns are swapped in each of them too.
+    Positions ``0 .. n_w - 1`` are the working set; their rows already exist, so the swapped columns are
+    swapped in each of them too -- row by row, all swaps of one row together (one column of every row
+    per point would be a cache and TLB miss per entry: the rows are tens of kB apart).  ``labels`` are
+    the signs (binary) or class indices (joint).
     """
-    p = position[point]
-    if p == n_w:
-        return
-    for a in range(X.shape[1]):
-        X[p, a], X[n_w, a] = X[n_w, a], X[p, a]
-    for values in (norms, y, inv_c, diag, alpha, G):
-        values[p], values[n_w] = values[n_w], values[p]
-    for t in range(n_w):
-        rows[t, p], rows[t, n_w] = rows[t, n_w], rows[t, p]
-    other = order[n_w]
-    order[p], order[n_w] = other, point
-    position[other], position[point] = p, n_w
+    first = n_w
+    swapped_p = np.empty(points.shape[0], dtype=np.int64)
+    swapped_q = np.empty(points.shape[0], dtype=np.int64)
+    n_swaps = 0
+    for point in points:
+        p = position[point]
+        if p != n_w:
+            for a in range(X.shape[1]):
+                X[p, a], X[n_w, a] = X[n_w, a], X[p, a]
+            for values in (norms, labels, inv_c, diag, alpha, G):
+                values[p], values[n_w] = values[n_w], values[p]
+            other = order[n_w]
+            order[p], order[n_w] = other, point
+            position[other], position[point] = p, n_w
+            swapped_p[n_swaps] = p
+            swapped_q[n_swaps] = n_w
+            n_swaps += 1
+        n_w += 1
+    for t in range(first):
+        row = rows[t]
+        for s in range(n_swaps):
+            p, q = swapped_p[s], swapped_q[s]
+            row[p], row[q] = row[q], row[p]
+    return n_w
 
 
 @njit(cache=True, nogil=True)
 def _refresh_gradient(rows, alpha, n_w, diag, G):
-    """``G = Q a`` over all points from the working set's rows (exact, resets drift); returns ``a'Qa``, ``a'diag``."""
-    G[:] = np.dot(alpha[:n_w], rows[:n_w])  # BLAS gemv
+    """``G = Q a`` over all points from the working set's rows (exact, resets drift; one gemv in the rows'
+    dtype, float64 or float32); returns ``a'Qa``, ``a'diag``."""
+    weights = alpha[:n_w].astype(rows.dtype)
+    G[:] = np.dot(weights, rows[:n_w])  # BLAS gemv
     D = 0.0
-    for t in range(n_w):
-        D += alpha[t] * diag[t]
     n2 = 0.0
     for t in range(n_w):
+        D += alpha[t] * diag[t]
         n2 += alpha[t] * G[t]
     return n2, D
 
@@ -179,6 +195,36 @@ def _worst_outside(G, diag, lam, n_w, threshold, n_max):
     return order[:n] + n_w
 
 
+ROUND_GOES_ON = -1  # _solve_round: no stopping rule met
+
+
+@njit(cache=True, nogil=True)
+def _solve_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
+                 max_time, t_start):
+    """One round of the cached-rows loops: solve the working set, then the exact gap of every point.
+
+    The working set is solved inexactly while points outside still violate (to a tenth of the last exact
+    gap, as the core-set solver), with the core-set solver's own pairwise-step loop; then the exact gradient
+    of every point, from the working set's rows, gives the true duality gap.  Returns (steps taken, the inner
+    tolerance, ``a'Qa``, ``a'diag``, gap, scale, status): the status is :data:`ROUND_GOES_ON` or the reason
+    to stop (converged at relative gap ``tol``, ``max_iter``, ``max_time``).
+    """
+    inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
+    time_left = max(max_time - (_now() - t_start), 0.0)
+    taken, _ = _inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
+                            max_iter - steps, time_left)
+    n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
+    gap, scale = _gap_and_scale(G, diag, lam, n2, D)
+    status = ROUND_GOES_ON
+    if gap / scale <= tol:
+        status = STATUS_CONVERGED
+    elif steps + taken >= max_iter:
+        status = STATUS_MAX_ITER
+    elif _now() - t_start > max_time:
+        status = STATUS_MAX_TIME
+    return taken, inner_tol, n2, D, gap, scale, status
+
+
 @njit(cache=True, nogil=True)  # releases the GIL: one-vs-one pairs in joblib threads run truly in parallel
 def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k, eta,
                      tol, max_iter, max_time, init_idx, init_alpha, batch_size):
@@ -195,11 +241,8 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     position = np.arange(m)  # original index -> position
     alpha = np.zeros(m)
     G = np.zeros(m)
-    n_w = 0
-    for t in range(init_idx.shape[0]):
-        _move_to_front(init_idx[t], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
-        alpha[n_w] = init_alpha[t]
-        n_w += 1
+    n_w = _move_batch_to_front(init_idx, 0, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
+    alpha[:n_w] = init_alpha
     _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows)
     n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
     t_start = _now()
@@ -209,36 +252,22 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     gap, scale = _gap_and_scale(G, diag, lam, n2, D)
     outer_rel_gap = gap / scale
     while True:
-        # Solve the working set (inexactly while points outside still violate: to a tenth of the last
-        # exact gap, as the core-set solver), with the core-set solver's own pairwise-step loop.
-        inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
-        time_left = max(max_time - (_now() - t_start), 0.0)
-        taken, _ = _inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
-                                max_iter - steps, time_left)
+        taken, inner_tol, n2, D, gap, scale, stop = _solve_round(rows, alpha, G, diag, n_w, lam, second_rule,
+                                                                 gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
+                                                                 max_time, t_start)
         steps += taken
         rounds += 1
-        # The exact gradient of every point, from the rows of the working set: the true duality gap.
-        n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
-        gap, scale = _gap_and_scale(G, diag, lam, n2, D)
         outer_rel_gap = gap / scale
-        if outer_rel_gap <= tol:
-            status = STATUS_CONVERGED
-            break
-        if steps >= max_iter:
-            break
-        if _now() - t_start > max_time:
-            status = STATUS_MAX_TIME
+        if stop != ROUND_GOES_ON:
+            status = stop
             break
         new = _worst_outside(G, diag, lam, n_w, n2 - 0.5 * lam * D - 0.5 * tol * scale, batch_size)
         if new.shape[0] == 0:
             if taken == 0 and inner_tol <= 0.5 * tol:
                 break  # numerically stuck (not expected): stop rather than loop
             continue  # every violator is in the working set: solve it tighter
-        new_points = order[new]  # original indices: positions move while swapping
         first = n_w
-        for t in range(new_points.shape[0]):
-            _move_to_front(new_points[t], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
-            n_w += 1
+        n_w = _move_batch_to_front(order[new], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
         _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows)
     alpha_original = np.zeros(m)
     for t in range(n_w):

@@ -36,15 +36,22 @@ from numba import njit
 
 from ..kernels import RBF, kernel_from_dot, single_threaded_blas
 from ..problem import SimplexProblem
-from .core_set import _inner_solve, gram_dtype
-from .dense import BATCH, _exp_nonpositive, _gap_and_scale, _worst_outside
+from .core_set import gram_dtype
+from .dense import (
+    BATCH,
+    ROUND_GOES_ON,
+    _exp_nonpositive,
+    _gap_and_scale,
+    _move_batch_to_front,
+    _refresh_gradient,
+    _solve_round,
+    _worst_outside,
+)
 from .driver import SolverOptions, SolverResult, _result, balanced_initial_points, run_engine
 from .engine import (
     SECOND_VERTEX_RULES,
-    STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
-    STATUS_MAX_TIME,
     _now,
 )
 
@@ -108,52 +115,6 @@ def _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, d
 
 
 @njit(cache=True, nogil=True)
-def _refresh_gradient_rows(rows, alpha, n_w, diag, G):
-    """``G = Q a`` over all points from the working set's rows (one gemv in the rows' dtype); ``a'Qa``, ``a'diag``."""
-    weights = alpha[:n_w].astype(rows.dtype)
-    G[:] = np.dot(weights, rows[:n_w])
-    D = 0.0
-    n2 = 0.0
-    for t in range(n_w):
-        D += alpha[t] * diag[t]
-        n2 += alpha[t] * G[t]
-    return n2, D
-
-
-@njit(cache=True, nogil=True)
-def _move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
-    """Swap ``points`` (original indices) into positions ``n_w, n_w + 1, ...``, as
-    :func:`coresvm.solvers.dense._move_to_front` one by one, but with the column swaps of the existing rows
-    done row by row (all swaps of one row together, instead of one column of every row per point: the rows
-    are tens of kB apart, so that was a cache and TLB miss per entry).  Returns the new ``n_w``.
-    """
-    first = n_w
-    swapped_p = np.empty(points.shape[0], dtype=np.int64)
-    swapped_q = np.empty(points.shape[0], dtype=np.int64)
-    n_swaps = 0
-    for point in points:
-        p = position[point]
-        if p != n_w:
-            for a in range(X.shape[1]):
-                X[p, a], X[n_w, a] = X[n_w, a], X[p, a]
-            for values in (norms, labels, inv_c, diag, alpha, G):
-                values[p], values[n_w] = values[n_w], values[p]
-            other = order[n_w]
-            order[p], order[n_w] = other, point
-            position[other], position[point] = p, n_w
-            swapped_p[n_swaps] = p
-            swapped_q[n_swaps] = n_w
-            n_swaps += 1
-        n_w += 1
-    for t in range(first):
-        row = rows[t]
-        for s in range(n_swaps):
-            p, q = swapped_p[s], swapped_q[s]
-            row[p], row[q] = row[q], row[p]
-    return n_w
-
-
-@njit(cache=True, nogil=True)
 def _swap_positions(p, q, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
     """Exchange working-set positions ``p`` and ``q`` (both ``< n_w``): data, rows and the rows' columns."""
     for a in range(X.shape[1]):
@@ -208,12 +169,11 @@ def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, co
     position = np.arange(m)
     alpha = np.zeros(m)
     G = np.zeros(m)
-    n_w = 0
     n_w = _move_batch_to_front(init_idx, 0, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
     alpha[:n_w] = init_alpha
     _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows, dots)
     rows_computed = n_w
-    n2, D = _refresh_gradient_rows(rows, alpha, n_w, diag, G)
+    n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
     t_start = _now()
     steps = 0
     rounds = 0
@@ -221,22 +181,14 @@ def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, co
     gap, scale = _gap_and_scale(G, diag, lam, n2, D)
     outer_rel_gap = gap / scale
     while True:
-        inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
-        time_left = max(max_time - (_now() - t_start), 0.0)
-        taken, _ = _inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
-                                max_iter - steps, time_left)
+        taken, inner_tol, n2, D, gap, scale, stop = _solve_round(rows, alpha, G, diag, n_w, lam, second_rule,
+                                                                 gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
+                                                                 max_time, t_start)
         steps += taken
         rounds += 1
-        n2, D = _refresh_gradient_rows(rows, alpha, n_w, diag, G)
-        gap, scale = _gap_and_scale(G, diag, lam, n2, D)
         outer_rel_gap = gap / scale
-        if outer_rel_gap <= tol:
-            status = STATUS_CONVERGED
-            break
-        if steps >= max_iter:
-            break
-        if _now() - t_start > max_time:
-            status = STATUS_MAX_TIME
+        if stop != ROUND_GOES_ON:
+            status = stop
             break
         batch = max(BATCH, n_w // growth_divisor)
         new = _worst_outside(G, diag, lam, n_w, n2 - 0.5 * lam * D - 0.5 * tol * scale, batch)
