@@ -28,29 +28,19 @@ import platform
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from multiclass_benchmark import DATASETS  # noqa: E402
+from multiclass_benchmark import DATASETS, timed_fit  # noqa: E402
 
 from coresvm.datasets import datasets_dir  # noqa: E402
 from coresvm.svc import CoreSVC  # noqa: E402
 
 DEFAULT_SOLVERS = "cvm,bvm,sphere,mnsvm"
-
-
-def fit_seconds(model, X, y) -> float:
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(X, y)
-    return time.perf_counter() - start
 
 
 def core_svc(solver: str, C: float, gamma: float, args, max_time: float) -> CoreSVC:
@@ -64,7 +54,7 @@ def select_C(solver, X, y, gamma, args):
     start, scores = time.perf_counter(), {}
     for C in args.C_grid:
         model = core_svc(solver, C, gamma, args, args.select_max_time)
-        fit_seconds(model, X_fit, y_fit)
+        timed_fit(model, X_fit, y_fit)
         scores[C] = model.score(X_val, y_val)
     return max(args.C_grid, key=lambda C: (scores[C], -C)), time.perf_counter() - start, scores
 
@@ -74,9 +64,9 @@ def run_dataset(name, args, rows):
     X_train, y_train, X_test, y_test = loader(Path(args.data) if args.data else datasets_dir())
     print(f"== {name}: train {X_train.shape}, test {X_test.shape}, gamma {gamma:g}", flush=True)
     for solver in args.solvers:  # warm-up: the first fit of a process loads (or compiles) the Numba functions
-        fit_seconds(core_svc(solver, 16.0, gamma, args, 5.0), X_train[:400], y_train[:400])
+        timed_fit(core_svc(solver, 16.0, gamma, args, 5.0), X_train[:400], y_train[:400])
     svc = SVC(C=svc_C, gamma=gamma)
-    svc_time = fit_seconds(svc, X_train, y_train)
+    svc_time = timed_fit(svc, X_train, y_train)[0]
     svc_acc = 100 * svc.score(X_test, y_test)
     rows.append((name, f"SVC (C={svc_C:g})", "-", svc_time, svc_acc, int(svc.n_support_.sum()), 1.0, 0.0, ""))
     print(f"   SVC {svc_time:.2f} s, {svc_acc:.2f}%", flush=True)
@@ -86,7 +76,7 @@ def run_dataset(name, args, rows):
         else:
             C, select_time, scores = select_C(solver, X_train, y_train, gamma, args)
         model = core_svc(solver, C, gamma, args, args.max_time)
-        seconds = fit_seconds(model, X_train, y_train)
+        seconds = timed_fit(model, X_train, y_train)[0]
         acc = 100 * model.score(X_test, y_test)
         note = "" if model.fit_status_ == 0 else "some pairs cut by max_time"
         rows.append((name, f"CoreSVC {solver} (C={C:g})", f"{select_time:.1f}", seconds, acc, len(model.support_),

@@ -36,20 +36,19 @@ import os
 import platform
 import shlex
 import sys
-import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import sklearn
 from sklearn.datasets import load_svmlight_file
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "src"))
+
+from multiclass_benchmark import timed_fit  # noqa: E402  (wall, CPU) seconds of one fit
 
 from coresvm.svc import CoreSVC  # noqa: E402
 
@@ -85,14 +84,6 @@ def load(name: str) -> Data:
     return Data(name, *parts)
 
 
-def timed_fit(model, X, y) -> float:
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(X, y)
-    return time.perf_counter() - start
-
-
 def core_svc(mode: str, C: float, gamma: float, opts) -> CoreSVC:
     return CoreSVC(C=C, gamma=gamma, multiclass=mode, tol=opts.tol, max_time=opts.max_time,
                    cache_size=opts.cache_size, random_state=opts.seed)
@@ -106,7 +97,7 @@ def select(data: Data, mode: str, gammas: list[float], opts) -> tuple[float, flo
     for gamma in gammas:
         for C in opts.c_grid:
             model = core_svc(mode, C, gamma, opts)
-            total += timed_fit(model, X_fit, y_fit)
+            total += timed_fit(model, X_fit, y_fit)[0]
             score = model.score(X_val, y_val)
             notes.append(f"(C={C:g}, gamma={gamma:g}): {100 * score:.2f}" + (" cut" if model.fit_status_ else ""))
             if score > best[0]:
@@ -131,17 +122,17 @@ def run(data: Data, opts) -> tuple[list[dict], list[str]]:
         chosen[mode] = (C, mode_gamma)
         notes.append(f"{mode} validation accuracy (%): " + ", ".join(grid_notes))
         model = core_svc(mode, C, mode_gamma, opts)
-        fit_time = timed_fit(model, data.X_train, data.y_train)
+        fit_time = timed_fit(model, data.X_train, data.y_train)[0]
         rows.append(row(f"CoreSVC {mode}", C, mode_gamma, select_time, model, fit_time, data))
         print(rows[-1], flush=True)
     if chosen["ovo"] != chosen["joint"]:
         model = core_svc("joint", *chosen["ovo"], opts)
-        fit_time = timed_fit(model, data.X_train, data.y_train)
+        fit_time = timed_fit(model, data.X_train, data.y_train)[0]
         rows.append(row("CoreSVC joint (ovo's C, gamma)", *chosen["ovo"], None, model, fit_time, data))
         print(rows[-1], flush=True)
     if not opts.no_svc:
         svc = SVC(C=PARAMS[data.name]["svc_C"], gamma=gamma)
-        fit_time = timed_fit(svc, data.X_train, data.y_train)
+        fit_time = timed_fit(svc, data.X_train, data.y_train)[0]
         rows.append(row("sklearn SVC (ovo)", PARAMS[data.name]["svc_C"], gamma, None, svc, fit_time, data))
         print(rows[-1], flush=True)
     return rows, notes
