@@ -9,6 +9,7 @@ from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem
 from coresvm.solvers.driver import SolverOptions, run_engine
 from coresvm.solvers.geometric import (
+    BLOCK_FEATURE_BYTES,
     STOP_ADJMN,
     STOP_MEB,
     STOP_MN,
@@ -18,6 +19,13 @@ from coresvm.solvers.geometric import (
     vector_threshold,
     violation_threshold,
 )
+
+
+def sparse_copy(X):
+    """CSR with about a third of the entries zero (so rows differ in their nonzero features)."""
+    X = X.copy()
+    X[np.random.RandomState(7).random_sample(X.shape) < 0.35] = 0.0
+    return sp.csr_matrix(X)
 
 
 def state_on(problem, n_sv=15, seed=0):
@@ -36,17 +44,20 @@ def state_on(problem, n_sv=15, seed=0):
     g_all = Q @ dense
     g = np.zeros(40)
     g[:n_sv] = g_all[sv_idx[:n_sv]]
-    features = np.zeros((40, problem.X.shape[1]))
-    features[:n_sv] = problem.X[sv_idx[:n_sv]]
+    features = block_search_features(problem, 40)  # CSR: columns the scorer fills itself
+    if not sp.issparse(problem.X):
+        features[:n_sv] = problem.X[sv_idx[:n_sv]]
     return sv_idx, sv_pos, alpha, g, features, g_all, float(dense @ g_all), n_sv
 
 
 @pytest.mark.parametrize("kernel", [KernelSpec("rbf", gamma=0.5), KernelSpec("poly", gamma=0.5, coef0=1.0, degree=3),
                                     KernelSpec("linear")])
 @pytest.mark.parametrize("bias", [True, False])
-def test_block_scores_equal_the_extended_kernel_rows(kernel, bias):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_block_scores_equal_the_extended_kernel_rows(kernel, bias, sparse):
     problem = rbf_problem(m=60, bias=bias)
-    problem = SimplexProblem(problem.X, problem.y, 1 / problem.inv_c, kernel, bias=bias)
+    X = sparse_copy(problem.X) if sparse else problem.X
+    problem = SimplexProblem(X, problem.y, 1 / problem.inv_c, kernel, bias=bias)
     sv_idx, sv_pos, alpha, g, features, g_all, _, n_sv = state_on(problem)
     scorer = _BlockScorer(problem, features)
     scorer.refresh(sv_idx, alpha, n_sv)
@@ -114,17 +125,38 @@ def test_no_violator_when_the_rule_holds_everywhere():
                          g, scorer)[0] == -1
 
 
-def test_block_search_applies_to_dense_data_only():
+def test_block_search_keeps_feature_rows_of_dense_and_columns_of_sparse_data_within_its_budget():
     problem = rbf_problem(m=30)
     assert block_search_features(problem, 64).shape == (64, 3)
     sparse = SimplexProblem(sp.csr_matrix(problem.X), problem.y, 1 / problem.inv_c, problem.kernel)
-    assert block_search_features(sparse, 64) is None
+    assert block_search_features(sparse, 64).shape == (3, 64)
+    assert block_search_features(problem, BLOCK_FEATURE_BYTES // 16) is None  # 3 x 8 bytes a row: over budget
+    assert block_search_features(sparse, BLOCK_FEATURE_BYTES // 16) is None
+
+
+def test_sparse_feature_columns_follow_the_sv_slots_when_the_svs_change():
+    """New SVs, dropped SVs and compaction move points between slots: the scores stay exact."""
+    problem = rbf_problem(m=60)
+    problem = SimplexProblem(sparse_copy(problem.X), problem.y, 1 / problem.inv_c, problem.kernel)
+    Q = problem.dense_Q()
+    scorer = _BlockScorer(problem, block_search_features(problem, 40))
+    for seed, n_sv in [(0, 15), (1, 22), (2, 9), (3, 30)]:
+        sv_idx, sv_pos, alpha, _, _, g_all, _, n_sv = state_on(problem, n_sv=n_sv, seed=seed)
+        scorer.refresh(sv_idx, alpha, n_sv)
+        outside = np.flatnonzero(sv_pos < 0)
+        np.testing.assert_allclose(scorer(outside), g_all[outside], rtol=1e-12, atol=1e-14)
+        out = np.zeros(40)
+        scorer.row(int(outside[0]), out)
+        np.testing.assert_allclose(out[:n_sv], Q[outside[0], sv_idx[:n_sv]], rtol=1e-12)
 
 
 @pytest.mark.parametrize("rule", ["sphere", "mnsvm", "bvm"])
 @pytest.mark.parametrize("block", [True, False])
-def test_both_searches_meet_the_rule_on_every_point(rule, block):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_both_searches_meet_the_rule_on_every_point(rule, block, sparse):
     problem = rbf_problem(m=100)
+    if sparse:
+        problem = SimplexProblem(sparse_copy(problem.X), problem.y, 1 / problem.inv_c, problem.kernel)
     Q = problem.dense_Q()
     eps = 1e-2 if rule == "bvm" else 1e-4
     options = SolverOptions(ball_rule=rule, stopping="mn", eps=eps, draws=20 * problem.n_points,
