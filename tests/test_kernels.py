@@ -97,8 +97,9 @@ def test_kernel_block_mixed_dense_and_sparse(spec_name):
 @pytest.mark.parametrize("sparse_a", [False, True])
 @pytest.mark.parametrize("sparse_b", [False, True])
 @pytest.mark.parametrize("coef_shape", [(37,), (37, 3)])
-def test_kernel_product_equals_block_times_coef(spec_name, sparse_a, sparse_b, coef_shape):
-    A_sparse, A = sparse_data(300, 8, 0.5, seed=1)
+@pytest.mark.parametrize("n_a", [300, 11])  # more rows than B (B made dense if sparse), fewer (A made dense)
+def test_kernel_product_equals_block_times_coef(spec_name, sparse_a, sparse_b, coef_shape, n_a):
+    A_sparse, A = sparse_data(n_a, 8, 0.5, seed=1)
     B_sparse, B = sparse_data(37, 8, 0.5, seed=2)
     coef = np.random.RandomState(3).randn(*coef_shape)
     expected = sklearn_kernel(A, B, SPECS[spec_name]) @ coef

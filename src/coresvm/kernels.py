@@ -169,6 +169,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     direct ``exp(-g |a - b|^2)``.  ``B`` is small (support vectors, an active
     set): a sparse ``B`` is made dense when that costs at most 64 MiB, which
     keeps sparse ``A`` sparse and makes the product one sparse x dense call.
+    When ``A`` has fewer rows than a sparse ``B``, ``A`` is made dense instead.
     """
     n_a, n_b = A.shape[0], B.shape[0]
     coef = np.asarray(coef, dtype=np.float64)
@@ -178,8 +179,14 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if n_b == 0:
         out[:] = 0.0
         return out
-    if sp.issparse(B) and n_b * B.shape[1] * 8 <= DENSE_OPERAND_BYTES:
-        B = B.toarray()
+    if sp.issparse(B):
+        if n_a < n_b and n_a * A.shape[1] * 8 <= DENSE_OPERAND_BYTES:
+            # Few rows against more sparse ones (candidates against a core set): densify the few and
+            # keep B sparse, so a product reads B's nonzeros once instead of copying B dense (and
+            # transposed) per call (CVM on w8a: ~12 -> ~3 ms per round of 59 candidates x 3,800 rows).
+            A = A.toarray() if sp.issparse(A) else A
+        elif n_b * B.shape[1] * 8 <= DENSE_OPERAND_BYTES:
+            B = B.toarray()
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
