@@ -17,6 +17,7 @@ from coresvm.solvers.geometric import (
     block_search_features,
     find_violator,
     first_violator_among,
+    tracks_every_point,
     vector_threshold,
     violation_threshold,
 )
@@ -213,3 +214,37 @@ def test_a_search_without_violator_serves_the_next_stages_until_a_step(monkeypat
     assert result.status == "converged" and result.rounds == 20  # 1/2 ... 2^-19, then 1e-6
     assert calls["empty"] <= result.n_iter + 1
     assert calls["empty"] < result.rounds
+
+
+@pytest.mark.parametrize("rule", ["sphere", "mnsvm"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_tracking_every_point_takes_the_same_steps_as_the_search_over_the_svs(rule, sparse):
+    """Small problems keep every point's g from the SVs' rows of Q (a lookup per drawn candidate).
+    With the same draws the first steps are those of the run that computes each candidate's g over
+    the SVs; later a rounding difference (~1e-17) can flip a near tie of the second-vertex rule, so
+    the converged runs are compared by the rule on every point and by their objective."""
+    problem = rbf_problem(m=120)
+    if sparse:
+        problem = SimplexProblem(sparse_copy(problem.X), problem.y, 1 / problem.inv_c, problem.kernel)
+    Q = problem.dense_Q()
+
+    def run(track, max_iter):
+        options = SolverOptions(ball_rule=rule, stopping="mn", eps=1e-4, draws=300, probe=1, seed=3,
+                                second_vertex="imdm", block_search=False, track_every_point=track,
+                                max_iter=max_iter)
+        return dense_alpha(run_engine(problem, options), problem.n_points)
+
+    np.testing.assert_allclose(run(True, 20), run(False, 20), rtol=1e-12, atol=1e-15)
+    objectives = []
+    for track in (True, False):
+        alpha = run(track, 100_000)
+        w2 = alpha @ Q @ alpha
+        assert (Q @ alpha).min() >= violation_threshold(STOPPING_CODE["mn"], w2, Q[0, 0], 1e-4) - 1e-9 * w2
+        objectives.append(w2)
+    assert objectives[0] == pytest.approx(objectives[1], rel=1e-3)
+
+
+def test_tracking_applies_when_the_rows_of_q_and_the_gram_fit_the_budget():
+    problem = rbf_problem(m=100)
+    assert tracks_every_point(problem, 2 * 100 * 100 * 8)
+    assert not tracks_every_point(problem, 2 * 100 * 100 * 8 - 1)

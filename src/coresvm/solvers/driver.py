@@ -22,6 +22,7 @@ from .geometric import (
     solve_ball,
     solve_ball_blocked,
     solve_bvm,
+    tracks_every_point,
 )
 
 
@@ -59,7 +60,8 @@ class SolverOptions:
     draws: int = 600
     probe: int = 1  # candidates per try of the violator search (BVM: 59)
     multiscale: bool = True
-    block_search: bool = True  # score violator candidates in BLAS blocks when the data is dense
+    block_search: bool = True  # score violator candidates in BLAS blocks (dense data, or CSR within budget)
+    track_every_point: bool = True  # SphereSVM/MNSVM on small problems: keep every point's g (tracks_every_point)
     max_core_vectors: int = MAX_CORE_VECTORS  # BVM: the most SVs (LibCVM's -f)
     track_after: int | None = None  # BVM: #SV from which g of every point is kept (None: bvm_track_after)
     # core-set solvers: called once per outer round with an info dict; True stops the run
@@ -300,9 +302,13 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     stages = np.array(multiscale_schedule(eps) if options.multiscale else [eps])
     if options.ball_rule == "bvm":
         return _run_bvm(problem, options, rng, init_point, eps, stages)
-    gram = CoreSetState.within_budget(options.cache_bytes, eps).gram
+    m = problem.n_points
+    tracking = options.track_every_point and tracks_every_point(problem, options.cache_bytes)
+    # a small problem keeps the rows of Q beside the SV Gram, each at most m x m, half the budget
+    gram = CoreSetState.within_budget(options.cache_bytes // 2 if tracking else options.cache_bytes, eps,
+                                      max_points=m if tracking else None).gram
     strata_ptr, strata_order = _strata(problem.y, options.stratified)
-    features = block_search_features(problem, gram.shape[0]) if options.block_search else None
+    features = block_search_features(problem, gram.shape[0]) if options.block_search and not tracking else None
     start = time.perf_counter()
     rule = np.int64(BALL_RULES[options.ball_rule])
     selection = np.int64(SECOND_VERTEX_RULES[options.second_vertex])
@@ -318,6 +324,7 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
             *problem.kernel_args(), problem.diag, rule, selection, float(options.gmdm_k), stopping, stages,
             np.int64(options.draws), np.int64(options.probe), float(options.eta), np.int64(options.max_iter),
             float(options.max_time), np.int64(rng.randint(0, 2**31 - 1)), np.int64(init_point), strata_ptr,
-            strata_order, gram, np.zeros((1, 1)), float(options.verbose),
+            strata_order, gram, np.zeros((1, 1)), np.empty((m, m)) if tracking else np.zeros((1, 1)),
+            float(options.verbose),
         )
     return _ball_result(problem, support, alpha, n_iter, violation, status, start, len(stages), eps)

@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..kernels import apply_kernel_to_dots, kernel_product, row_to_dense, single_threaded_blas
-from ..problem import extended_row
+from ..problem import extended_column, extended_row
 from .core_set import _compact_gram_in_place, select_second_vertex
 from .engine import (
     STATUS_CONVERGED,
@@ -283,17 +283,79 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
     return n_sv, w2, False
 
 
+def tracks_every_point(problem, cache_bytes: int) -> bool:
+    """Whether :func:`solve_ball` keeps every point's ``g`` (its ``q_rows``): the rows of ``Q`` and the
+    SV Gram, at most ``m x m`` float64 each, fit ``cache_bytes`` (one-vs-one pairs, small data sets)."""
+    m = problem.n_points
+    return 2 * m * m * 8 <= cache_bytes
+
+
+@njit(cache=True)
+def _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row):
+    """``Q[point, :]`` over every point (= ``Q[:, point]``), computed once into ``q_rows[point]``."""
+    if not have_row[point]:
+        extended_column(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows[point])
+        have_row[point] = True
+    return q_rows[point]
+
+
+@njit(cache=True)
+def _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, tracking, q_rows,
+                  have_row, out):
+    """``out[t] = Q[point, sv_idx[t]]``: from the point's kept row of ``Q`` when tracking, else computed."""
+    if tracking:
+        q_row = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
+        for t in range(n_sv):
+            out[t] = q_row[sv_idx[t]]
+    else:
+        extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, out)
+
+
+@njit(cache=True)
+def _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, sv_idx, alpha, n_sv, sv_pos,
+                          old_points, n_old, weight, g_all, q_rows, have_row):
+    """Bring every point's ``g_all = Q w`` up to the current weights: ``g_all += dw_p Q[:, p]`` for each
+    point whose weight changed in the last step (seed 004 sec. 2.0), including SVs it dropped."""
+    for t in range(n_sv):
+        point = sv_idx[t]
+        delta = alpha[t] - weight[point]
+        if delta != 0.0:
+            column = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
+            for i in range(g_all.shape[0]):
+                g_all[i] += delta * column[i]
+            weight[point] = alpha[t]
+    for s in range(n_old):
+        point = old_points[s]
+        if sv_pos[point] < 0 and weight[point] != 0.0:
+            column = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
+            delta = -weight[point]
+            for i in range(g_all.shape[0]):
+                g_all[i] += delta * column[i]
+            weight[point] = 0.0
+
+
 @njit(cache=True)
 def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k,
                stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr, strata_order,
-               gram, features, verbose):
+               gram, features, q_rows, verbose):
     """Run BVM / SphereSVM / MNSVM over the eps ``stages``.
+
+    ``q_rows``: an ``(m x m)`` buffer for a small problem (:func:`tracks_every_point`), else ``(1 x 1)``.
+    With it every point's ``g`` is kept exactly, from the rows of ``Q`` of the points that have been
+    SVs (each computed once, when first needed), and a drawn candidate's ``g`` is a lookup instead of
+    ``#SV`` kernel values: on a one-vs-one pair the search draws ~100 candidates per step, while a
+    step changes a few weights.  The draws, steps and results are the same either way.
 
     Returns (sv indices, weights, iterations, w2, last relative violation, status).
     """
     np.random.seed(seed)
     m = y.shape[0]
     capacity = gram.shape[0]
+    tracking = q_rows.shape[0] == m and m > 1
+    have_row = np.zeros(m if tracking else 1, dtype=np.bool_)
+    weight = np.zeros(m if tracking else 1)  # the weights g_all is the gradient of
+    g_all = np.zeros(m if tracking else 1)
+    old_points = np.empty(capacity, dtype=np.int64)  # the SVs before a step
     sv_idx = np.zeros(capacity, dtype=np.int64)
     sv_pos = np.full(m, -1, dtype=np.int64)
     alpha = np.zeros(capacity)
@@ -308,6 +370,9 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
                       diag_all[init_point], data, features)
     alpha[0] = 1.0
+    if tracking:
+        _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, sv_idx, alpha, n_sv, sv_pos,
+                              old_points, 0, weight, g_all, q_rows, have_row)
     w2 = diag_all[init_point]
     radius2 = diag_all[init_point]  # R^2 = k~(x, x), constant for the MEB solvers
     n_iter = 0
@@ -341,8 +406,8 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                         g_v = checked_g[c]
                         last_violation = margin / w2
                         if sv_pos[point] < 0:
-                            extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx,
-                                         n_sv, best_row)
+                            _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx,
+                                          n_sv, tracking, q_rows, have_row, best_row)
                         break
             else:
                 n_drawn = 0
@@ -354,6 +419,8 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                         pos = sv_pos[point]
                         if pos >= 0:
                             g_point = g[pos]
+                        elif tracking:
+                            g_point = g_all[point]
                         else:
                             g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point,
                                                  sv_idx, alpha, n_sv, row)
@@ -366,10 +433,13 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                             worst_margin = margin
                             v_point = point
                             g_v = g_point
-                            if pos < 0:
+                            if pos < 0 and not tracking:
                                 best_row[:n_sv] = row[:n_sv]
                     if v_point >= 0:
                         last_violation = worst_margin / w2
+                        if tracking and sv_pos[v_point] < 0:
+                            _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
+                                          n_sv, tracking, q_rows, have_row, best_row)
                         break
                 if v_point < 0 and probe == 1:
                     n_checked = n_drawn
@@ -378,11 +448,16 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                 break  # this stage is done
             n_checked = -1
             # 2.-3. the step
+            n_old = n_sv
+            old_points[:n_old] = sv_idx[:n_old]
             n_sv, w2, full = ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule,
                                        selection, gmdm_k, eta, radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos,
                                        alpha, g, diag, gram, features, n_sv)
             if full:
                 return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CORE_SET_FULL
+            if tracking:
+                _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, sv_idx, alpha, n_sv,
+                                      sv_pos, old_points, n_old, weight, g_all, q_rows, have_row)
             n_iter += 1
     return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, status
 
