@@ -804,8 +804,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._warm_support_classes = y_index[self.support_].astype(np.int64)
 
     # ------------------------------------------------------------ warm starts
-    def _previous_solution(self, X, y_index, classes) -> list | None:
-        """The last fit's solution if ``warm_start`` is on and it still fits the data, else None.
+    def _previous_solution(self, X, y_index, classes) -> tuple | None:
+        """The last fit's solution if ``warm_start`` is on and it still fits the data, else None: (rows, weights,
+        offsets), sub-problem ``k``'s rows and weights at ``offsets[k]:offsets[k + 1]``.
 
         Rule: same classes and decomposition, and the old support vectors are
         still rows ``support_`` of the new ``X`` (same values, same classes).
@@ -819,8 +820,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             return None
         if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(read_rows(X, rows), vectors):
             return None
-        bounds = self._warm_offsets
-        return [(self._warm_rows[a:b], self._warm_alpha[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        return self._warm_rows, self._warm_alpha, self._warm_offsets
 
     def _previous_dot_rows(self, X, problems: list[SubProblem]) -> dict:
         """Per sub-problem index, the inner products ``(points, dots)`` the last fit kept, if ``X`` is the same.
@@ -1165,14 +1165,43 @@ def _same_rows(A, B) -> bool:
     return bool(np.array_equal(A, B))
 
 
-def _attach_warm_starts(problems: list[SubProblem], previous: list) -> None:
-    """Give each sub-problem its previous support (as positions in its new rows) and weights."""
-    for problem, (old_rows, old_alpha) in zip(problems, previous, strict=True):
-        if len(old_rows) == 0:
-            continue
-        positions = np.searchsorted(problem.rows, old_rows)
-        inside = positions < len(problem.rows)
-        valid = inside & (old_alpha > 0)
-        valid[inside] &= problem.rows[positions[inside]] == old_rows[inside]
-        if np.any(valid):
-            problem.init = (positions[valid].astype(np.int64), old_alpha[valid].astype(np.float64))
+def _attach_warm_starts(problems: list[SubProblem], previous: tuple) -> None:
+    """Give each sub-problem its previous support (as positions in its new rows) and weights.
+
+    One compiled call for all sub-problems (letter's 325 one-vs-one pairs: about 8 ms per fit as a Python loop).
+    """
+    old_rows, old_alpha, old_offsets = previous
+    problem_rows = np.concatenate([problem.rows for problem in problems]).astype(np.int64, copy=False)
+    problem_offsets = np.cumsum([0] + [len(problem.rows) for problem in problems]).astype(np.int64)
+    positions, alpha, offsets = _warm_start_positions(problem_rows, problem_offsets, np.asarray(old_rows, np.int64),
+                                                      np.asarray(old_alpha, np.float64),
+                                                      np.asarray(old_offsets, np.int64))
+    for k, problem in enumerate(problems):
+        if offsets[k + 1] > offsets[k]:
+            problem.init = (positions[offsets[k]:offsets[k + 1]], alpha[offsets[k]:offsets[k + 1]])
+
+
+@numba.njit(cache=True)
+def _warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha, old_offsets):
+    """Per sub-problem ``k``: the positions in its (sorted) rows ``problem_rows[problem_offsets[k]:...]`` of its
+    old rows ``old_rows[old_offsets[k]:...]`` that are still there with a positive weight, and those weights;
+    returned concatenated, sub-problem ``k``'s at ``offsets[k]:offsets[k + 1]``."""
+    n_problems = problem_offsets.shape[0] - 1
+    positions = np.empty(old_rows.shape[0], dtype=np.int64)
+    alpha = np.empty(old_rows.shape[0])
+    offsets = np.zeros(n_problems + 1, dtype=np.int64)
+    n = 0
+    for k in range(min(n_problems, old_offsets.shape[0] - 1)):
+        rows = problem_rows[problem_offsets[k]:problem_offsets[k + 1]]
+        for j in range(old_offsets[k], old_offsets[k + 1]):
+            if old_alpha[j] <= 0.0:
+                continue
+            position = np.searchsorted(rows, old_rows[j])
+            if position < rows.shape[0] and rows[position] == old_rows[j]:
+                positions[n] = position
+                alpha[n] = old_alpha[j]
+                n += 1
+        offsets[k + 1] = n
+    for k in range(min(n_problems, old_offsets.shape[0] - 1), n_problems):
+        offsets[k + 1] = n
+    return positions[:n], alpha[:n], offsets

@@ -400,13 +400,16 @@ def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, la
                      keep_dots):
     """:func:`solve_dense_loop` on the rows ``rows`` of ``X_all`` with signs ``signs`` and penalties ``C``
     (one per row of the sub-problem); ``init_idx`` are positions in ``rows``; without them (empty) the
-    start is :func:`balanced_start` with ``n_init`` and ``seed``, uniform weights.  ``old_dots``,
+    start is :func:`balanced_start` with ``n_init`` and ``seed``, uniform weights; given ones are rescaled to
+    sum 1.  ``old_dots``,
     ``old_points`` and ``keep_dots``: inner products of an earlier fit on the same rows, as in
     :func:`solve_dense_loop` (positions in ``rows``)."""
     X, norms, y, inv_c, diag = _gather_problem(X_all, rows, signs, C, kind, gamma, coef0, degree, bias)
     if init_idx.shape[0] == 0:
         init_idx = balanced_start(y, n_init, seed)
         init_alpha = np.full(init_idx.shape[0], 1.0 / init_idx.shape[0])
+    else:  # a warm start's weights, rescaled onto the simplex (rows that are gone were dropped)
+        init_alpha = init_alpha / np.sum(init_alpha)
     return solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k,
                             eta, tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points,
                             keep_dots)
@@ -458,8 +461,6 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
         )
     if init_idx is None:  # drawn in the compiled call (balanced_start)
         init_idx, init_alpha = np.empty(0, dtype=np.int64), np.empty(0)
-    init_alpha = np.asarray(init_alpha, dtype=np.float64)
-    init_alpha = init_alpha / init_alpha.sum() if len(init_alpha) else init_alpha
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     start = time.perf_counter()
