@@ -536,6 +536,7 @@ class _CandidateEvaluator:
         self.all_params: list[dict] = []
         self.all_out: list[dict] = []
         self.warm_models: dict = {}  # (split, group key) -> (params of its last fit, model)
+        self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
         self.results: dict = {}
         self.n_fits = 0
         self.n_warm_fits = 0
@@ -583,6 +584,22 @@ class _CandidateEvaluator:
         return self._row_positions[split]
 
     def _start_estimator(self, split, key, first_params):
+        start = self._nearest_start(split, key, first_params)
+        if split in self.dot_rows and hasattr(start, "_warm_rows"):
+            start._dot_rows = self.dot_rows[split]  # the fold's inner products: any gamma, any C
+        return start
+
+    def _keep(self, split, key, params, model) -> None:
+        """Keep a job's last model as the start of its group's next batch; its inner products (coresvm's
+        ``_dot_rows``, the same for every gamma and C of a fold) are kept once per fold, the latest (it carries
+        forward the rows it used): one copy per fold, not one per (fold, gamma) model."""
+        self.warm_models[(split, key)] = (params, model)
+        rows = getattr(model, "_dot_rows", None)
+        if rows is not None:
+            self.dot_rows[split] = rows
+            model._dot_rows = None
+
+    def _nearest_start(self, split, key, first_params):
         if key is None:
             return clone(self.base_estimator)
         if (split, key) in self.warm_models:
@@ -629,7 +646,7 @@ class _CandidateEvaluator:
             for position, output in zip(positions, outputs, strict=True):
                 out[position] = output
             if key is not None:
-                self.warm_models[(split, key)] = (parameter_list[-1], model)
+                self._keep(split, key, parameter_list[-1], model)
             self.n_fits += len(outputs)
             self.n_warm_fits += n_warm
             self.progress.job_done(self.n_fits, len(self.all_params) + len(out) // n_splits)
