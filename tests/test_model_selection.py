@@ -491,36 +491,6 @@ def test_cli_select_and_nested_cv_with_pattern_search(monkeypatch, tmp_path, cap
     assert "Nested Cross Validation Accuracy" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_sequential_jobs_start_from_models_of_the_same_batch(monkeypatch, n_jobs):
-    """n_jobs=1: a job's start is chosen when it runs, so a fold's later jobs of a batch can start from that
-    fold's models fitted earlier in the batch; in parallel only models of earlier batches are used."""
-    from joblib import parallel_config
-
-    from coresvm import CoreSVC
-    from coresvm.model_selection import _CandidateEvaluator
-
-    seen = []
-    real = _CandidateEvaluator._start_estimator
-
-    def recording(self, split, key, first_params):
-        seen.append((split, key, sorted(s for s, _ in self.warm_models)))
-        return real(self, split, key, first_params)
-
-    monkeypatch.setattr(_CandidateEvaluator, "_start_estimator", recording)
-    X, y = load_iris(return_X_y=True)
-    with parallel_config(backend="threading"):
-        PatternSearchCV(CoreSVC(random_state=0), {"C": [1.0, 4.0, 16.0], "gamma": [0.25, 1.0, 4.0]}, cv=3,
-                        n_jobs=n_jobs, n_restarts=0, refit=False).fit(X, y)
-    # the first batch: the centre alone on fold 0, then 3 gamma groups x 3 folds
-    first_batch = seen[1:10]
-    fold_two = [models for split, _, models in first_batch if split == 2]
-    if n_jobs == 1:
-        assert any(2 in models for models in fold_two)  # started from fold 2's own model of this batch
-    else:
-        assert all(models == [0] for _, _, models in first_batch)  # only the search's first model existed
-
-
 def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(monkeypatch):
     """CoreSVC's kept inner products <x_i, x_j> hold for every gamma and C of a fold: the search keeps the
     latest per fold (not one per fold and gamma), hands it to the fold's next start, and the scores are

@@ -517,11 +517,7 @@ class _CandidateEvaluator:
        both splits train on (gsvm's support-vector reuse across folds). To make this possible
        the very first fit of a search (centre point, split 0) runs alone, before the others.
 
-    Otherwise it starts cold. One model per (split, group) is kept (``self.warm_models``). With one job at a
-    time (``n_jobs`` 1) a job's start is chosen when it runs, so models of the same batch count (a fold's other
-    gammas; on USPS, 1500 rows, 3 folds, the search's fits took 1.7 s instead of 2.2 s, and it evaluated 15
-    points instead of 17); parallel jobs start from models of earlier batches only, so that their starts do
-    not depend on timing.
+    Otherwise it starts cold. One model per (split, group) is kept (``self.warm_models``).
     """
 
     def __init__(self, search, X, y, splits, base_estimator, warm_keys, parallel, thread_limit,
@@ -532,7 +528,6 @@ class _CandidateEvaluator:
         self.progress = progress
         self.axes = axes or []
         self.transfer = warm_keys is not None and _movable(base_estimator)
-        self.sequential = effective_n_jobs(search.n_jobs) == 1
         self.all_params: list[dict] = []
         self.all_out: list[dict] = []
         self.warm_models: dict = {}  # (split, group key) -> (params of its last fit, model)
@@ -628,14 +623,7 @@ class _CandidateEvaluator:
     def _run(self, jobs, out):
         kwargs = {**self.kwargs, "return_estimator": False}
         n_splits = len(self.splits)
-        if self.sequential:
-            # One job at a time: each job's start is chosen when it is dispatched, after the previous job's model
-            # was stored, so a fold's later jobs of a batch start from that fold's models of this batch (joblib's
-            # sequential backend draws the next task only after the previous result was consumed).
-            starts = (self._start_estimator(split, key, parameter_list[0]) for _, split, key, parameter_list in jobs)
-        else:
-            # Parallel jobs start only from models of earlier batches: the same starts whatever the timing.
-            starts = [self._start_estimator(split, key, parameter_list[0]) for _, split, key, parameter_list in jobs]
+        starts = [self._start_estimator(split, key, parameter_list[0]) for _, split, key, parameter_list in jobs]
         tasks = (
             delayed(_fit_candidates)(start, self.X, self.y, *self.splits[split], parameter_list,
                                      (split, n_splits), self.thread_limit, kwargs)
