@@ -122,7 +122,9 @@ class PatternSearchCV(BaseSearchCV):
         to the rows both folds train on (gsvm's support-vector reuse), and the refit starts from
         a fold's model; only the search's first fit is cold. Their dual is a point of the
         simplex, so any such start is feasible and the fit reaches the same optimum (within
-        ``tol``).
+        ``tol``). CoreSVC's warm fits also keep their inner products ``<x_i, x_j>`` (multiclass,
+        at least 64 features); the search keeps the latest set once per fold and gives it to the
+        fold's next start, whatever its C and gamma.
     out_of_grid : {"clip", "skip"}, default="clip"
         A pattern point off the grid is moved to the grid's edge, or left out. Over the score
         surfaces of ``benchmarks/search_benchmark.py`` "skip" saves 2-3 points per walk but

@@ -278,6 +278,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ``warm_started_`` tells which happened.  The kernel (gamma) may
         change: the old weights are a feasible point of the new problem
         (PatternSearchCV starts fits at a new gamma from the nearest one).
+        Multiclass fits on the compiled small-problem path (see ``solver``)
+        with at least 64 features also keep their working sets' inner
+        products ``<x_i, x_j>`` (at most ``cache_size`` MB, in memory only:
+        not pickled or saved), which the next warm fit on the same ``X``
+        reads instead of computing, for any C and gamma.
     callback : callable or None, default=None
         ``callback(info) -> bool`` called during training with a dict:
         ``problem`` (index of the sub-problem), ``label`` (its pair ``(a, b)``

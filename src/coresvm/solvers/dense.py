@@ -30,6 +30,9 @@ Only the rows of the working set are ever written into the (uninitialised)
 matrix: the rows, norms, signs, ``1/C_i``, the diagonal and the random start are
 built inside the same compiled call (:func:`solve_rows_dense`), so one-vs-one
 pairs in ``n_jobs`` threads hold the GIL for a few Python steps per pair only.
+It can also keep the inner products ``<x_i, x_j>`` of the working set's rows and read those of an earlier
+fit on the same rows (``dot_rows``, ``keep_dots``): they do not depend on C or the kernel's parameters, so a
+warm fit of a hyper-parameter search computes only the new points' products.
 """
 
 from __future__ import annotations
