@@ -40,9 +40,10 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.preprocessing import MinMaxScaler
 
-from coresvm import CoreSVC
-from coresvm.datasets import datasets_dir
-from coresvm.model_selection import GSVM_PARAM_GRID, PatternSearchCV
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's coresvm, not an installed one
+from coresvm import CoreSVC  # noqa: E402
+from coresvm.datasets import datasets_dir  # noqa: E402
+from coresvm.model_selection import GSVM_PARAM_GRID, PatternSearchCV  # noqa: E402
 
 DATASETS = {
     # name: (train file, test file, number of features or None for dense text)

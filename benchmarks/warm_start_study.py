@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from search_benchmark import load, subsample
+from search_benchmark import load, subsample  # puts this checkout's src first on sys.path
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import MinMaxScaler
 

@@ -199,3 +199,26 @@ def test_a_failing_pair_stops_the_other_workers(digits, monkeypatch):
     with pytest.raises(RuntimeError, match="pair failed"):
         CoreSVC(C=16, gamma=0.05, n_jobs=2, random_state=0).fit(X[:600], y[:600])
     assert len(calls) < 45 // 2  # 45 pairs: the queue was abandoned
+
+
+@pytest.mark.parametrize("kernel", [KernelSpec("rbf", 2.0, 0.0, 3), KernelSpec("poly", 0.5, 1.0, 3)])
+def test_inner_products_kept_by_one_fit_give_the_next_fit_the_same_solution(kernel):
+    """A fit keeps its working set's <x_i, x_j> (all columns, original order); a fit at another kernel and C
+    that reads them reaches the same solution as one computing every row, in the same steps."""
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 40))
+    signs = np.where(X[:, 0] + 0.3 * rng.standard_normal(300) > 0.5, 1, -1).astype(np.int8)
+    rows = np.arange(20, 280)
+    options = SolverOptions(second_vertex="imdm", tol=1e-6, seed=0)
+    first = run_dense_rows(X, rows, signs[rows], np.full(len(rows), 10.0), KernelSpec("rbf", 0.5, 0.0, 3), True, 0.0,
+                           options, keep_dots=True)
+    points, dots = first.dot_rows
+    assert len(points) == first.cache_misses and len(np.unique(points)) == len(points)
+    np.testing.assert_allclose(dots, X[rows[points]] @ X[rows].T, rtol=1e-12)
+    C = np.full(len(rows), 100.0)
+    plain = run_dense_rows(X, rows, signs[rows], C, kernel, True, 0.0, options, first.support, first.alpha)
+    reused = run_dense_rows(X, rows, signs[rows], C, kernel, True, 0.0, options, first.support, first.alpha,
+                            first.dot_rows)
+    assert reused.n_iter == plain.n_iter and reused.dot_rows[0].shape == (0,)
+    np.testing.assert_array_equal(reused.support, plain.support)
+    np.testing.assert_allclose(reused.alpha, plain.alpha, rtol=1e-9, atol=1e-12)

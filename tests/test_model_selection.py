@@ -489,3 +489,41 @@ def test_cli_select_and_nested_cv_with_pattern_search(monkeypatch, tmp_path, cap
     assert main(["cv", "-m", "pattern", "-c", "1", "-C", "1024", "-g", "0.01", "-G", "10", "--resolution", "3",
                  "-i", "2", "-o", "2", "-q", str(data)]) == 0
     assert "Nested Cross Validation Accuracy" in capsys.readouterr().out
+
+
+def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(monkeypatch):
+    """CoreSVC's kept inner products <x_i, x_j> hold for every gamma and C of a fold: the search keeps the
+    latest per fold (not one per fold and gamma), hands it to the fold's next start, and the scores are
+    those of a cold search (within the solver's tolerance)."""
+    from sklearn.datasets import load_digits
+
+    import coresvm.svc as svc_module
+    from coresvm import CoreSVC
+    from coresvm.model_selection import _CandidateEvaluator
+
+    X, y = load_digits(n_class=4, return_X_y=True)
+    X, y = X[:360] / 16.0, y[:360]
+    evaluators, given = [], []
+    real_call, real_solver = _CandidateEvaluator.__call__, svc_module.run_dense_rows
+
+    def recording_call(self, candidates):
+        evaluators.append(self)
+        return real_call(self, candidates)
+
+    def spy(*args, **kwargs):
+        given.append(len(args[10][0]))
+        return real_solver(*args, **kwargs)
+
+    monkeypatch.setattr(_CandidateEvaluator, "__call__", recording_call)
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    grid = {"C": [1.0, 16.0, 256.0], "gamma": [0.01, 0.04, 0.16]}
+    warm = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False).fit(X, y)
+    evaluator = evaluators[-1]
+    assert sorted(evaluator.dot_rows) == [0, 1, 2]
+    assert all(getattr(model, "_dot_rows", None) is None for _, model in evaluator.warm_models.values())
+    assert sum(n > 0 for n in given) > len(given) // 2  # most pairs of most fits read kept rows
+    monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
+    cold = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False,
+                           warm_start=False).fit(X, y)
+    assert warm.cv_results_["params"] == cold.cv_results_["params"]
+    np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)

@@ -124,3 +124,74 @@ def test_callback_rejected_by_ball_solvers(digits):
         CoreSVC(solver="bvm", callback=lambda info: False).fit(X, y)
     with pytest.raises(ValueError, match="callback must be None or a callable"):
         CoreSVC(callback=3).fit(X, y)
+
+
+def _spy_on_dot_rows(monkeypatch):
+    """Record, per call of the small-problem solver, how many kept inner-product rows it was given."""
+    given = []
+    real = svc_module.run_dense_rows
+
+    def spy(*args, **kwargs):
+        given.append(len(args[10][0]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    return given
+
+
+def test_warm_fit_on_the_same_X_reuses_inner_products_and_reaches_the_cold_optimum(digits, monkeypatch):
+    X, y = digits
+    params = dict(tol=1e-4, max_iter=10**6, random_state=0)
+    warm = CoreSVC(C=10, gamma=0.05, warm_start=True, **params).fit(X, y)
+    kept = warm._dot_rows
+    assert kept is not None and kept.holds(X.copy())
+    for rows, points, dots in kept.rows.values():  # <x_i, x_j> of each pair's working set, all its columns
+        np.testing.assert_allclose(dots, X[rows[points]] @ X[rows].T, rtol=1e-12, atol=1e-12)
+    given = _spy_on_dot_rows(monkeypatch)
+    warm.set_params(C=100, gamma=0.2).fit(X.copy(), y)  # an equal copy: the search's folds are new arrays
+    assert warm.warm_started_ and len(given) == 6 and all(n > 0 for n in given)
+    cold = CoreSVC(C=100, gamma=0.2, **params).fit(X, y)
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+    np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
+
+
+def test_inner_products_are_not_reused_when_X_changed(digits, monkeypatch):
+    """Rows that are no support vectors changed: the old solution is still a valid start, the old inner
+    products are not (a model built from them would be wrong)."""
+    X, y = digits
+    params = dict(C=10, gamma=0.05, tol=1e-4, max_iter=10**6, random_state=0)
+    warm = CoreSVC(warm_start=True, **params).fit(X, y)
+    changed = X.copy()
+    others = np.setdiff1d(np.arange(len(y)), warm.support_)
+    assert len(others) > 50
+    for label in np.unique(y):  # other images of the same class: the same rows in each pair
+        rows = others[y[others] == label]
+        changed[rows] = changed[rows][::-1]
+    given = _spy_on_dot_rows(monkeypatch)
+    warm.fit(changed, y)
+    assert warm.warm_started_ and given and all(n == 0 for n in given)
+    cold = CoreSVC(**params).fit(changed, y)
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+
+
+def test_kept_inner_products_are_neither_pickled_nor_saved(digits, tmp_path):
+    import pickle
+
+    X, y = digits
+    model = CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(X, y)
+    assert model._dot_rows is not None
+    restored = pickle.loads(pickle.dumps(model))
+    assert not restored._dot_rows.holds(X)
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+    model.save(tmp_path / "model.csvm")
+    loaded = CoreSVC.load(tmp_path / "model.csvm")
+    assert getattr(loaded, "_dot_rows", None) is None
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert len(pickle.dumps(model)) < len(pickle.dumps(model._dot_rows.rows)) / 2  # the rows are the big part
+
+
+def test_no_inner_products_kept_for_few_features_or_cold_fits():
+    X, y = load_digits(n_class=4, return_X_y=True)
+    few = X[:300, :16] / 16.0
+    assert CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(few, y[:300])._dot_rows is None
+    assert CoreSVC(C=10, gamma=0.05, random_state=0).fit(X[:300] / 16.0, y[:300])._dot_rows is None

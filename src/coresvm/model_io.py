@@ -200,8 +200,8 @@ def _native_bytes(model) -> bytes:
         encoded_params[name] = _encode_json_value(value, f"parameter {name!r}")
     attributes = {}
     for name, value in vars(model).items():
-        if name in params:
-            continue
+        if name in params or getattr(type(value), "transient", False) is True:
+            continue  # transient: what a fit keeps for the next warm fit (svc._DotRows), rebuilt by it
         attributes[name] = _encode_attribute(name, value, arrays)
     cls = type(model)
     metadata = {

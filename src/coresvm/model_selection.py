@@ -122,7 +122,9 @@ class PatternSearchCV(BaseSearchCV):
         to the rows both folds train on (gsvm's support-vector reuse), and the refit starts from
         a fold's model; only the search's first fit is cold. Their dual is a point of the
         simplex, so any such start is feasible and the fit reaches the same optimum (within
-        ``tol``).
+        ``tol``). CoreSVC's warm fits also keep their inner products ``<x_i, x_j>`` (multiclass,
+        at least 64 features); the search keeps the latest set once per fold and gives it to the
+        fold's next start, whatever its C and gamma.
     out_of_grid : {"clip", "skip"}, default="clip"
         A pattern point off the grid is moved to the grid's edge, or left out. Over the score
         surfaces of ``benchmarks/search_benchmark.py`` "skip" saves 2-3 points per walk but
@@ -531,6 +533,7 @@ class _CandidateEvaluator:
         self.all_params: list[dict] = []
         self.all_out: list[dict] = []
         self.warm_models: dict = {}  # (split, group key) -> (params of its last fit, model)
+        self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
         self.results: dict = {}
         self.n_fits = 0
         self.n_warm_fits = 0
@@ -578,6 +581,22 @@ class _CandidateEvaluator:
         return self._row_positions[split]
 
     def _start_estimator(self, split, key, first_params):
+        start = self._nearest_start(split, key, first_params)
+        if split in self.dot_rows and hasattr(start, "_warm_rows"):
+            start._dot_rows = self.dot_rows[split]  # the fold's inner products: any gamma, any C
+        return start
+
+    def _keep(self, split, key, params, model) -> None:
+        """Keep a job's last model as the start of its group's next batch; its inner products (coresvm's
+        ``_dot_rows``, the same for every gamma and C of a fold) are kept once per fold, the latest (it carries
+        forward the rows it used): one copy per fold, not one per (fold, gamma) model."""
+        self.warm_models[(split, key)] = (params, model)
+        rows = getattr(model, "_dot_rows", None)
+        if rows is not None:
+            self.dot_rows[split] = rows
+            model._dot_rows = None
+
+    def _nearest_start(self, split, key, first_params):
         if key is None:
             return clone(self.base_estimator)
         if (split, key) in self.warm_models:
@@ -617,7 +636,7 @@ class _CandidateEvaluator:
             for position, output in zip(positions, outputs, strict=True):
                 out[position] = output
             if key is not None:
-                self.warm_models[(split, key)] = (parameter_list[-1], model)
+                self._keep(split, key, parameter_list[-1], model)
             self.n_fits += len(outputs)
             self.n_warm_fits += n_warm
             self.progress.job_done(self.n_fits, len(self.all_params) + len(out) // n_splits)

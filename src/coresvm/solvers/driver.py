@@ -89,6 +89,7 @@ class SolverResult:
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stage_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # BVM: (eps, iters, #SV, s) per stage
+    dot_rows: tuple = ()  # solvers/dense.py with keep_dots: (points, their inner products) for the next warm fit
 
     def as_record(self) -> dict:
         return {
