@@ -39,7 +39,9 @@ The eps stages follow the multiscale schedule (Alg. 5 as gsvm runs it): 1/2,
 
 SphereSVM and MNSVM keep the SVs' Gram matrix in memory, within the same byte
 budget as the core set of :mod:`~coresvm.solvers.core_set`; a candidate's row
-over the SVs is computed when it is drawn, and kept if it joins.  BVM runs in
+over the SVs is computed when it is drawn, and kept if it joins.  Small problems
+(the rows of ``Q`` fit the budget too) keep every point's ``g`` instead, so that a
+drawn candidate's ``g`` is a lookup (:func:`solve_ball`'s ``q_rows``).  BVM runs in
 its own loop (:func:`solve_bvm`) without a Gram matrix: its step has no second
 vertex, so it needs only the candidates' ``g``, which it computes on demand
 while the SVs are few and then keeps for every point (one kernel column a step).
@@ -344,7 +346,8 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     With it every point's ``g`` is kept exactly, from the rows of ``Q`` of the points that have been
     SVs (each computed once, when first needed), and a drawn candidate's ``g`` is a lookup instead of
     ``#SV`` kernel values: on a one-vs-one pair the search draws ~100 candidates per step, while a
-    step changes a few weights.  The draws, steps and results are the same either way.
+    step changes a few weights.  The draws and steps are the same either way, up to rounding (the
+    ~1e-17 differences of the two sums can tip a near tie of the second-vertex rule).
 
     Returns (sv indices, weights, iterations, w2, last relative violation, status).
     """
