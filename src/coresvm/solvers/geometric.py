@@ -9,8 +9,7 @@ and ``w2 = ||c||^2 = a'Qa`` (seed 004 sec. 2.0).  One iteration:
    threshold (:func:`violation_threshold`).  BVM takes the worst of 59 draws,
    up to 10 times (LibCVM's "59 x 10"); SphereSVM and MNSVM take the *first*
    violator of up to ``draws`` draws (seed 004 sec. 5.1.2).  No violator: the
-   current eps stage is done, and until the next step those draws (with their
-   ``g``, still exact) are the next stage's first search (:func:`first_violator_among`).
+   current eps stage is done.
 2. **step** toward the violator ``v`` (``c' = c + beta d``):
 
    * BVM (seed 004 Alg. 2): ``d = x~_v - c``, ``beta = 1 - R^ / ||c - x~_v||``
@@ -367,9 +366,6 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     row = np.empty(capacity)
     best_row = np.empty(capacity)
     draw_buffer = np.empty(probe, dtype=np.int64)
-    checked_points = np.empty(max(draws, 1), dtype=np.int64)  # the last search's draws and g (probe == 1)
-    checked_g = np.empty(max(draws, 1))
-    n_checked = -1  # -1: none valid (a step was taken since)
     n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
                       diag_all[init_point], data, features)
     alpha[0] = 1.0
@@ -395,61 +391,38 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                 if verbose > 0.0 and elapsed - last_report >= verbose:
                     _report(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
                     last_report = elapsed
-            # 1. violator search: `probe` draws per try, the worst of them; first violating try wins.
-            # After a search without a violator its draws serve the next stage until a step
-            # (first_violator_among; probe == 1).
+            # 1. violator search: `probe` draws per try, the worst of them; first violating try wins
             v_point = -1
             g_v = 0.0
-            if n_checked >= 0:
-                for c in range(n_checked):
-                    point = checked_points[c]
-                    margin = violation_threshold(stopping, w2, diag_all[point], eps) - checked_g[c]
-                    if margin > 0.0:
+            for _ in range(max(draws // probe, 1)):
+                _draw(m, probe, strata_ptr, strata_order, draw_buffer)
+                worst_margin = 0.0
+                for c in range(probe):
+                    point = draw_buffer[c]
+                    pos = sv_pos[point]
+                    if pos >= 0:
+                        g_point = g[pos]
+                    elif tracking:
+                        g_point = g_all[point]
+                    else:
+                        g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point,
+                                             sv_idx, alpha, n_sv, row)
+                    margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
+                    if margin > worst_margin:
+                        worst_margin = margin
                         v_point = point
-                        g_v = checked_g[c]
-                        last_violation = margin / w2
-                        if sv_pos[point] < 0:
-                            _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx,
-                                          n_sv, tracking, q_rows, have_row, best_row)
-                        break
-            else:
-                n_drawn = 0
-                for _ in range(max(draws // probe, 1)):
-                    _draw(m, probe, strata_ptr, strata_order, draw_buffer)
-                    worst_margin = 0.0
-                    for c in range(probe):
-                        point = draw_buffer[c]
-                        pos = sv_pos[point]
-                        if pos >= 0:
-                            g_point = g[pos]
-                        elif tracking:
-                            g_point = g_all[point]
-                        else:
-                            g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point,
-                                                 sv_idx, alpha, n_sv, row)
-                        if probe == 1:
-                            checked_points[n_drawn] = point
-                            checked_g[n_drawn] = g_point
-                            n_drawn += 1
-                        margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
-                        if margin > worst_margin:
-                            worst_margin = margin
-                            v_point = point
-                            g_v = g_point
-                            if pos < 0 and not tracking:
-                                best_row[:n_sv] = row[:n_sv]
-                    if v_point >= 0:
-                        last_violation = worst_margin / w2
-                        if tracking and sv_pos[v_point] < 0:
-                            _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
-                                          n_sv, tracking, q_rows, have_row, best_row)
-                        break
-                if v_point < 0 and probe == 1:
-                    n_checked = n_drawn
+                        g_v = g_point
+                        if pos < 0 and not tracking:
+                            best_row[:n_sv] = row[:n_sv]
+                if v_point >= 0:
+                    last_violation = worst_margin / w2
+                    if tracking and sv_pos[v_point] < 0:
+                        _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
+                                      n_sv, tracking, q_rows, have_row, best_row)
+                    break
             if v_point < 0:
                 last_violation = 0.0
                 break  # this stage is done
-            n_checked = -1
             # 2.-3. the step
             n_old = n_sv
             old_points[:n_old] = sv_idx[:n_old]
@@ -617,12 +590,8 @@ def _candidate_g(points, sv_pos, g, scorer):
     return out
 
 
-def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr, strata_order, sv_pos, g, scorer,
-                  scored=None):
+def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr, strata_order, sv_pos, g, scorer):
     """The violator search with block scoring; returns (point or -1, its g, its margin).
-
-    ``scored`` (a list, ``probe == 1`` only) receives the ``(points, g)`` of every scored block, for
-    :func:`first_violator_among` (the next stage's search when this one finds no violator).
 
     ``probe > 1`` (BVM): up to ``draws // probe`` tries of ``probe`` draws, the worst violator of the
     first try that has one (LibCVM's "59 x 10").  ``probe == 1`` (SphereSVM, MNSVM): the *first*
@@ -644,8 +613,6 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
         n = min(block, draws - drawn)
         points = _draw_points(rng, m, n, strata_ptr, strata_order)
         g_points = _candidate_g(points, sv_pos, g, scorer)
-        if scored is not None:
-            scored.append((points, g_points))
         margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
         hits = np.flatnonzero(margins > 0.0)
         if hits.size:
@@ -654,23 +621,6 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
         drawn += n
         block = min(2 * block, MAX_BLOCK)
     return -1, 0.0, 0.0
-
-
-def first_violator_among(points, g_points, diag_all, stopping, w2, eps):
-    """The first of already scored ``points`` that violates the ``eps`` rule: (point or -1, its g, its margin).
-
-    A search that finds no violator among its draws ends an eps stage; until the next step its draws
-    and their ``g`` are still exact, and they are still a uniform sample drawn independently of the
-    current solution, so they serve as the next stage's draws (seed 004 sec. 5.1.2's test holds for
-    each stage).  A run of stages that the solution already meets then costs one search, not one each
-    (a one-vs-one pair of USPS: 46% of the candidates scored were in searches that found nothing).
-    """
-    margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
-    hits = np.flatnonzero(margins > 0.0)
-    if hits.size == 0:
-        return -1, 0.0, 0.0
-    first = int(hits[0])
-    return int(points[first]), float(g_points[first]), float(margins[first])
 
 
 def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws, probe, eta, max_iter, max_time,
@@ -700,7 +650,6 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
     n_iter, last_violation = 0, 0.0
     start = time.perf_counter()
     last_report = 0.0
-    checked = None  # (points, g) of the last search that found no violator, until the next step
     with single_threaded_blas():  # blocks of ~100 x #SV: threads cost more than they save, and the cores are shared
         for eps in stages:
             while True:
@@ -712,26 +661,15 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
                 if verbose > 0.0 and elapsed - last_report >= verbose:
                     print_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
                     last_report = elapsed
-                reused = checked is not None
-                if reused:  # the last stage's draws, still exact (no step since)
-                    v_point, g_v, margin = first_violator_among(*checked, diag_all, stopping, w2, float(eps))
-                else:
-                    scorer.refresh(sv_idx, alpha, n_sv)
-                    scored = [] if probe == 1 else None
-                    v_point, g_v, margin = find_violator(rng, m, diag_all, stopping, w2, float(eps), draws, probe,
-                                                         strata_ptr, strata_order, sv_pos, g, scorer, scored)
-                    if v_point < 0 and scored:
-                        checked = tuple(np.concatenate(part) for part in zip(*scored, strict=True))
+                scorer.refresh(sv_idx, alpha, n_sv)
+                v_point, g_v, margin = find_violator(rng, m, diag_all, stopping, w2, float(eps), draws, probe,
+                                                     strata_ptr, strata_order, sv_pos, g, scorer)
                 if v_point < 0:
                     last_violation = 0.0
                     break  # this stage is done
-                checked = None
                 last_violation = margin / w2
                 if sv_pos[v_point] < 0:
-                    if reused:
-                        extended_row(*kargs, v_point, sv_idx, n_sv, row)
-                    else:
-                        scorer.row(v_point, row)  # from the block that found it
+                    scorer.row(v_point, row)  # from the block that found it
                 n_sv, w2, full = ball_step(*kargs, diag_all, rule, selection, gmdm_k, eta, radius2, w2, v_point,
                                            g_v, row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
                 if full:
