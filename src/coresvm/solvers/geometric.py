@@ -301,15 +301,21 @@ def _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_row
 
 
 @njit(cache=True)
-def _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, tracking, q_rows,
-                  have_row, out):
-    """``out[t] = Q[point, sv_idx[t]]``: from the point's kept row of ``Q`` when tracking, else computed."""
-    if tracking:
-        q_row = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
-        for t in range(n_sv):
-            out[t] = q_row[sv_idx[t]]
-    else:
-        extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, out)
+def _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, n_sv, q_rows, have_row,
+                  out):
+    """``out[t] = Q[point, sv_idx[t]]``, read from the point's kept row of ``Q``."""
+    q_row = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
+    for t in range(n_sv):
+        out[t] = q_row[sv_idx[t]]
+
+
+@njit(cache=True)
+def _add_weight_change(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, delta, g_all, q_rows,
+                       have_row):
+    """``g_all += delta Q[:, point]`` (seed 004 sec. 2.0)."""
+    column = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
+    for i in range(g_all.shape[0]):
+        g_all[i] += delta * column[i]
 
 
 @njit(cache=True)
@@ -321,17 +327,14 @@ def _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bia
         point = sv_idx[t]
         delta = alpha[t] - weight[point]
         if delta != 0.0:
-            column = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
-            for i in range(g_all.shape[0]):
-                g_all[i] += delta * column[i]
+            _add_weight_change(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, delta, g_all, q_rows,
+                               have_row)
             weight[point] = alpha[t]
     for s in range(n_old):
         point = old_points[s]
         if sv_pos[point] < 0 and weight[point] != 0.0:
-            column = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
-            delta = -weight[point]
-            for i in range(g_all.shape[0]):
-                g_all[i] += delta * column[i]
+            _add_weight_change(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, -weight[point], g_all,
+                               q_rows, have_row)
             weight[point] = 0.0
 
 
@@ -418,7 +421,7 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                     last_violation = worst_margin / w2
                     if tracking and sv_pos[v_point] < 0:
                         _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
-                                      n_sv, tracking, q_rows, have_row, best_row)
+                                      n_sv, q_rows, have_row, best_row)
                     break
             if v_point < 0:
                 last_violation = 0.0
