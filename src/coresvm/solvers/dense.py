@@ -171,6 +171,18 @@ def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias
 
 
 @njit(cache=True, nogil=True)
+def _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, reuse, order, old_dots,
+                   old_slot, new_dots):
+    """The working set's new rows ``first <= p < last``: :func:`_fill_rows_reusing_dots` when inner products are
+    kept or read (``reuse``), else :func:`_fill_rows`."""
+    if reuse:
+        _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, order,
+                                old_dots, old_slot, new_dots)
+    else:
+        _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows)
+
+
+@njit(cache=True, nogil=True)
 def _move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
     """Swap ``points`` (original indices) into working-order positions ``n_w, n_w + 1, ...``, everywhere;
     returns the new ``n_w``.
@@ -304,11 +316,8 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     new_dots = np.empty((m if keep_dots else 0, m))  # row t: <x_order[t], x_j> for all j, original order
     n_w = _move_batch_to_front(init_idx, 0, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
     alpha[:n_w] = init_alpha
-    if reuse:
-        _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows, order, old_dots,
-                                old_slot, new_dots)
-    else:
-        _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows)
+    _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows, reuse, order, old_dots, old_slot,
+                   new_dots)
     n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
     t_start = _now()
     steps = 0
@@ -333,11 +342,8 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
             continue  # every violator is in the working set: solve it tighter
         first = n_w
         n_w = _move_batch_to_front(order[new], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
-        if reuse:
-            _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, order,
-                                    old_dots, old_slot, new_dots)
-        else:
-            _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows)
+        _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
+                       old_slot, new_dots)
     alpha_original = np.zeros(m)
     for t in range(n_w):
         alpha_original[order[t]] = alpha[t]
