@@ -1,11 +1,13 @@
 """The small-problem solver (solvers/dense.py) against an exact QP, and its use by CoreSVC's multiclass fits."""
 
+import copy
 import time
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_digits, make_blobs
+from sklearn.exceptions import ConvergenceWarning
 from test_solvers import assert_reaches_exact_optimum, dense_alpha, exact_solution, make_problem
 
 from coresvm.kernels import KernelSpec
@@ -180,14 +182,17 @@ def test_vectorized_exp_matches_numpy():
     np.testing.assert_array_equal(out, 0.0)  # underflow: exp < 2.3e-308
 
 
-def test_a_failing_pair_stops_the_other_workers(digits, monkeypatch):
-    """With n_jobs=2 the workers share one queue of pairs: an error in one ends the fit without the other
-    worker solving all remaining pairs."""
+@pytest.mark.parametrize("path", ["pairs", "chunks"])
+def test_a_failing_pair_stops_the_other_workers(digits, monkeypatch, path):
+    """With n_jobs=2 the workers share one queue of pairs (or of chunks of pairs): an error in one ends the fit
+    without the other worker solving all remaining items.  bias='kkt' needs each pair's rows in Python, so it
+    solves pair by pair."""
     import coresvm.svc as svc_module
 
     X, y = digits
     calls = []
-    real = svc_module.run_dense_rows
+    name = "run_dense_rows" if path == "pairs" else "run_many_dense_rows"
+    real = getattr(svc_module, name)
 
     def failing_third(*args, **kwargs):
         calls.append(1)
@@ -195,10 +200,48 @@ def test_a_failing_pair_stops_the_other_workers(digits, monkeypatch):
             raise RuntimeError("pair failed")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(svc_module, "run_dense_rows", failing_third)
+    monkeypatch.setattr(svc_module, name, failing_third)
     with pytest.raises(RuntimeError, match="pair failed"):
-        CoreSVC(C=16, gamma=0.05, n_jobs=2, random_state=0).fit(X[:600], y[:600])
-    assert len(calls) < 45 // 2  # 45 pairs: the queue was abandoned
+        CoreSVC(C=16, gamma=0.05, n_jobs=2, random_state=0, bias="kkt" if path == "pairs" else True).fit(X[:600],
+                                                                                                      y[:600])
+    n_items = 45 if path == "pairs" else 2 * svc_module.CHUNKS_PER_WORKER
+    assert len(calls) <= n_items // 2  # the queue was abandoned
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_pairs_solved_in_chunks_are_the_pairs_solved_one_by_one(digits, monkeypatch, n_jobs):
+    """One compiled call per chunk of pairs (CoreSVC._solve_chunk) gives exactly the model of one call per pair,
+    cold and warm-started, for any n_jobs; the per-pair path is what it is checked against."""
+    X, y = digits
+    X, y = X[:700], y[:700]
+
+    def fit(chunks: bool, start=None, C=16.0):
+        with monkeypatch.context() as patch:
+            if not chunks:
+                patch.setattr(CoreSVC, "_solves_in_chunks", lambda self, X, problems: False)
+            model = copy.deepcopy(start) if start is not None else CoreSVC(gamma=0.02, warm_start=True,
+                                                                           n_jobs=n_jobs, random_state=0)
+            return model.set_params(C=C).fit(X, y)
+
+    cold = [fit(False), fit(True)]
+    warm = [fit(False, cold[0], C=256.0), fit(True, cold[0], C=256.0)]
+    for one_by_one, chunked in (cold, warm):
+        for name in ("support_", "dual_coef_", "intercept_", "n_iter_", "_warm_alpha", "_warm_offsets"):
+            np.testing.assert_array_equal(getattr(one_by_one, name), getattr(chunked, name), err_msg=name)
+        for a, b in zip(one_by_one.solver_info_, chunked.solver_info_, strict=True):
+            assert {k: v for k, v in a.items() if k != "time"} == {k: v for k, v in b.items() if k != "time"}
+    assert warm[1].warm_started_ and all(info["warm_start"] for info in warm[1].solver_info_)
+
+
+def test_chunks_share_the_time_budget():
+    """max_time bounds a chunked fit as it bounds a fit pair by pair (each pair gets a share of what is left)."""
+    X, y = make_blobs(n_samples=2500, centers=5, cluster_std=3.0, random_state=0)
+    CoreSVC(C=1e6, gamma=1.0, max_time=0.05, random_state=0).fit(X[:300], y[:300])  # compile
+    start = time.perf_counter()
+    with pytest.warns(ConvergenceWarning):
+        model = CoreSVC(C=1e6, gamma=1.0, tol=1e-9, max_time=0.3, random_state=0).fit(X, y)
+    assert time.perf_counter() - start < 2.0
+    assert any(info["status"] == "max_time" for info in model.solver_info_)
 
 
 @pytest.mark.parametrize("kernel", [KernelSpec("rbf", 2.0, 0.0, 3), KernelSpec("poly", 0.5, 1.0, 3)])

@@ -173,3 +173,48 @@ def test_usps_one_vs_rest_on_a_subset(usps):
     model = CoreSVC(C=16, gamma=2**-7, multiclass="ovr", random_state=0).fit(X_train[:2000], y_train[:2000])
     assert model.decision_function(X_test).shape == (len(y_test), 10)
     assert model.score(X_test, y_test) >= 0.92
+
+
+def test_one_vs_one_pairs_are_merged_class_rows():
+    """The compiled merge gives each pair (a, b) its rows in training order and +1 for class a, the rows a
+    sort of both classes' rows gives; rows of dropped samples (keep False) are in no pair."""
+    from coresvm.multiclass import OneVsOneLayout, one_vs_one_problems
+
+    rng = np.random.default_rng(0)
+    y_index = rng.integers(0, 5, 300)
+    keep = rng.random(300) > 0.2
+    C = rng.random(300) + 0.5
+    problems = one_vs_one_problems(y_index, keep, C, 5, np.arange(10))
+    for problem, (a, b) in zip(problems, OneVsOneLayout.pairs(5), strict=True):
+        expected = np.flatnonzero(keep & ((y_index == a) | (y_index == b)))
+        assert problem.label == (a, b)
+        np.testing.assert_array_equal(problem.rows, expected)
+        np.testing.assert_array_equal(problem.signs, np.where(y_index[expected] == a, 1, -1))
+        np.testing.assert_array_equal(problem.C, C[expected])
+
+
+def test_max_wins_vote_counts_every_pair_and_breaks_ties_to_the_lowest_class():
+    from coresvm.multiclass import OneVsOneLayout
+
+    rng = np.random.default_rng(1)
+    n_classes = 6
+    pairs = OneVsOneLayout.pairs(n_classes)
+    decisions = rng.choice([-1.0, 0.0, 1.0, np.nan], size=(500, len(pairs)))
+    votes = np.zeros((500, n_classes), dtype=int)
+    for p, (a, b) in enumerate(pairs):
+        votes[:, a] += decisions[:, p] > 0
+        votes[:, b] += ~(decisions[:, p] > 0)
+    np.testing.assert_array_equal(OneVsOneLayout.vote(decisions, n_classes), np.argmax(votes, axis=1))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "linear"])
+def test_class_by_class_decisions_equal_the_whole_coefficient_matrix(digits, kernel):
+    """One-vs-one decisions summed class by class over the pairs each class is in equal k(X, SVs) @ pair_coef."""
+    from coresvm.kernels import kernel_product
+
+    X, y = digits
+    model = CoreSVC(kernel=kernel, C=10.0, gamma=0.05, random_state=0).fit(X[:400], y[:400])
+    whole = kernel_product(X[400:], model.support_vectors_, model._kernel_spec, model._pair_coef,
+                           norms_b=model._sv_norms) + model.intercept_
+    np.testing.assert_allclose(model._pair_decisions(X[400:]), whole,
+                               rtol=1e-10, atol=1e-10)

@@ -137,31 +137,35 @@ def _three_classes():
     return X, y
 
 
+@pytest.mark.parametrize("path", ["pairs", "chunks"])
 @pytest.mark.parametrize("refit", [False, True])
-def test_keyboard_interrupt_mid_fit_leaves_the_estimator_unfitted(monkeypatch, refit):
-    """Interrupt the second of three one-vs-one sub-problems: no half model, also not a mix with
-    an earlier fit (the estimator is unfitted; fitting again works)."""
+def test_keyboard_interrupt_mid_fit_leaves_the_estimator_unfitted(monkeypatch, refit, path):
+    """Interrupt the second of three one-vs-one sub-problems (solved one by one: bias='kkt'), or the compiled
+    call solving all three (CoreSVC._solve_chunk): no half model, also not a mix with an earlier fit (the
+    estimator is unfitted; fitting again works)."""
     X, y = _three_classes()
-    model = CoreSVC(random_state=0)
+    model = CoreSVC(random_state=0, bias="kkt" if path == "pairs" else True)
     if refit:
         model.fit(X[:, :1], y)
     calls = []
-    real_solvers = {"run_engine": driver_module.run_engine, "run_dense_rows": svc_module.run_dense_rows}
+    real_solvers = {"run_engine": driver_module.run_engine, "run_dense_rows": svc_module.run_dense_rows,
+                    "run_many_dense_rows": svc_module.run_many_dense_rows}
+    interrupt_at = 2 if path == "pairs" else 1
 
     def interrupting(name):
         def interrupted(*args, **kwargs):
-            calls.append(1)
-            if len(calls) == 2:
+            calls.append(name)
+            if len(calls) == interrupt_at:
                 raise KeyboardInterrupt
             return real_solvers[name](*args, **kwargs)
         return interrupted
 
-    # these small pairs take the compiled small-problem path (run_dense_rows); other fits run_engine
+    # these small pairs take the compiled small-problem path (run_dense_rows, or all at once: run_many_dense_rows)
     for name in real_solvers:
         monkeypatch.setattr(f"coresvm.svc.{name}", interrupting(name))
     with pytest.raises(KeyboardInterrupt):
         model.fit(X, y)
-    assert len(calls) == 2
+    assert calls == (["run_dense_rows"] * 2 if path == "pairs" else ["run_many_dense_rows"])
     with pytest.raises(NotFittedError):
         check_is_fitted(model)
     assert not [name for name in vars(model) if name.endswith("_") or name.startswith("_") and "sklearn" not in name]

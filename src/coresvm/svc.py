@@ -61,9 +61,21 @@ from .multiclass import (
 )
 from .problem import SimplexProblem, kkt_bias, take_rows
 from .solvers.core_set import core_set_capacity
-from .solvers.dense import NO_DOT_ROWS, fits_dense, run_dense_rows
+from .solvers.dense import (
+    NO_DOT_ROWS,
+    STAT_GAP,
+    STAT_ROWS,
+    STAT_SCALE,
+    STAT_SQUARED_NORM,
+    STAT_STATUS,
+    STAT_STEPS,
+    STAT_TIME,
+    fits_dense,
+    run_dense_rows,
+    run_many_dense_rows,
+)
 from .solvers.driver import SolverOptions, run_engine
-from .solvers.engine import SECOND_VERTEX_RULES
+from .solvers.engine import SECOND_VERTEX_RULES, STATUS_NAMES
 from .solvers.geometric import STOPPING_RULES
 
 FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
@@ -89,6 +101,10 @@ SMALL_PROBLEM_FAST_PATH = True
 # warm fit on the same X (solvers/dense.py) when X has at least this many features: reading a kept row costs
 # about as much as computing 16 features' products (0.05-0.1 us vs 0.19 us per 77-point row of letter).
 DOT_REUSE_MIN_FEATURES = 64
+# With n_jobs workers, small sub-problems solved in compiled chunks (CoreSVC._solve_chunk) are cut into this many
+# chunks per worker, so that a worker whose chunk ran long does not leave the others idle at the end.
+CHUNKS_PER_WORKER = 4
+NO_WARM_START = (np.empty(0, dtype=np.int64), np.empty(0))
 PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -b 1 uses 5 as well)
 
 
@@ -638,34 +654,71 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         sub-problem from a shared queue until none is left (with several workers the largest first, so that
         no large pair runs alone at the end) and sets up its thread (BLAS, Numba and kernel threads) once,
         not per pair.  Every sub-problem's result depends only on the sub-problem (its seed is drawn in
-        ``fit``), so the model is the same for every ``n_jobs``.
+        ``fit``), so the model is the same for every ``n_jobs``.  Small problems that all take the compiled
+        path go to it in chunks, one compiled call per chunk (:meth:`_solve_chunk`).
         """
         n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
+        if self._solves_in_chunks(X, problems):
+            chunks = _contiguous_chunks([len(problem.rows) ** 2 for problem in problems],
+                                        1 if n_jobs == 1 else CHUNKS_PER_WORKER * n_jobs)
+            budget = _TimeBudget(self.max_time, len(chunks), n_jobs)
+            queue = _ProblemQueue([problems[start:stop] for start, stop in chunks])
+            with single_threaded_blas():
+                _run_in_threads(n_jobs, lambda: self._worker(queue, lambda chunk: self._solve_chunk(X, chunk,
+                                                                                                   budget.share())))
+            return [model for models in queue.results for model in models]
         budget = _TimeBudget(self.max_time, len(problems), n_jobs)
         stop = threading.Event()  # set when the callback asks to stop
         if n_jobs == 1 and max(len(problem.rows) for problem in problems) > ONE_THREAD_MAX_POINTS:
             return [self._fit_binary(X, problem, budget, stop) for problem in problems]
-        queue = _ProblemQueue(problems, largest_first=n_jobs > 1)  # one worker: in order (callbacks see pair 0 first)
+        # one worker: in order (callbacks see pair 0 first)
+        queue = _ProblemQueue(problems, [len(problem.rows) for problem in problems] if n_jobs > 1 else None)
         # Small sub-problems: threads inside one (BLAS, kernel blocks) cost more than they save.  BLAS limits
         # are process-wide: set once here, around all workers.
         with single_threaded_blas():
-            _run_in_threads(n_jobs, lambda: self._worker(X, queue, budget, stop))
+            _run_in_threads(n_jobs, lambda: self._worker(queue, lambda problem: self._fit_binary(X, problem, budget,
+                                                                                                 stop)))
         return queue.results
 
-    def _worker(self, X, queue: _ProblemQueue, budget, stop) -> None:
-        """Solve sub-problems from ``queue`` until it is empty, kernel products and Numba loops on this thread."""
+    @staticmethod
+    def _worker(queue: _ProblemQueue, solve: Callable) -> None:
+        """``solve`` items of ``queue`` until it is empty, kernel products and Numba loops on this thread."""
         previous = numba.get_num_threads()
         numba.set_num_threads(1)  # thread-local in Numba
         try:
             with limit_kernel_threads(1):
-                while (item := queue.next()) is not None:
-                    position, problem = item
-                    queue.results[position] = self._fit_binary(X, problem, budget, stop)
+                while (next_item := queue.next()) is not None:
+                    position, item = next_item
+                    queue.results[position] = solve(item)
         except BaseException:
-            queue.abandon()  # the other workers stop after their current sub-problem
+            queue.abandon()  # the other workers stop after their current item
             raise
         finally:
             numba.set_num_threads(previous)
+
+    def _solves_in_chunks(self, X, problems: list[SubProblem]) -> bool:
+        """Whether every sub-problem takes the compiled small-problem path with nothing per problem to keep or
+        read in Python: no kept inner products in or out, no KKT bias (it needs each problem's rows)."""
+        largest = max(len(problem.rows) for problem in problems)
+        return (len(problems) > 1 and not self._dots_in and self._dots_out is None and self._bias_rule != "kkt"
+                and self._small_problem_fast_path(X, largest, self._solver_options(largest, 0, np.inf)))
+
+    def _solve_chunk(self, X, problems: list[SubProblem], max_time: float) -> list[BinaryModel]:
+        """Solve ``problems`` in one compiled call (:func:`~coresvm.solvers.dense.run_many_dense_rows`): the same
+        solutions as :meth:`_fit_binary` one by one, without the Python around each."""
+        sizes = [len(problem.rows) for problem in problems]
+        offsets = np.cumsum([0] + sizes)
+        rows = np.concatenate([problem.rows for problem in problems])
+        signs = np.concatenate([problem.signs for problem in problems])
+        C = np.concatenate([problem.C for problem in problems])
+        starts = [problem.init if problem.init is not None else NO_WARM_START for problem in problems]
+        init_offsets = np.cumsum([0] + [len(init_idx) for init_idx, _ in starts])
+        options = self._solver_options(max(sizes), 0, max_time)
+        alpha, stats = run_many_dense_rows(
+            X, rows, offsets, signs, C, self._kernel_spec, self._bias_rule != "none", 0.0, options,
+            np.array([problem.seed for problem in problems]), np.concatenate([init_idx for init_idx, _ in starts]),
+            np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time)
+        return _models_from_chunk(problems, rows, offsets, signs, alpha, stats, self._bias_rule != "none")
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
         rows = problem.rows
@@ -976,15 +1029,34 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         X = zarr_as_memmap(X)
         if is_memory_mapped(X):  # streamed in row blocks (data.py)
             X = validate_mapped_input(self, X, reset=False)
-            decisions = map_row_blocks(lambda block: kernel_product(
-                block, self.support_vectors_, self._kernel_spec, self._pair_coef, norms_b=self._sv_norms), X,
-                multiple=product_block_rows(self.support_vectors_.shape[0]))
+            decisions = map_row_blocks(self._kernel_decisions, X,
+                                       multiple=product_block_rows(self.support_vectors_.shape[0]))
             decisions += self.intercept_
             return decisions
         X = self._validated_predict_input(X)
-        decisions = kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef,
-                                   norms_b=self._sv_norms)
+        decisions = self._kernel_decisions(X)
         decisions += self.intercept_
+        return decisions
+
+    def _kernel_decisions(self, X) -> np.ndarray:
+        """``k(X, SVs) @ pair_coef``, without the intercepts.
+
+        One-vs-one with more than two classes: class by class, only the ``n_classes - 1`` pairs a class
+        belongs to (its SVs' coefficients elsewhere are zero; LIBSVM sums the same way), about
+        ``n_classes / 2`` times fewer multiply-adds than the whole matrix (letter: 25 of 325 pairs per SV).
+        """
+        n_classes = len(self.classes_)
+        if self._is_one_vs_rest or n_classes == 2 or not _grouped_by_class(self.n_support_, self._pair_coef):
+            return kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef, norms_b=self._sv_norms)
+        decisions = np.zeros((X.shape[0], self._pair_coef.shape[1]))
+        norms = squared_norms(X) if self._kernel_spec.name == "rbf" else None
+        bounds = np.concatenate(([0], np.cumsum(self.n_support_)))
+        for c, columns in enumerate(OneVsOneLayout.class_pairs(n_classes)):
+            members = slice(bounds[c], bounds[c + 1])
+            if bounds[c + 1] > bounds[c]:
+                decisions[:, columns] += kernel_product(X, self.support_vectors_[members], self._kernel_spec,
+                                                        self._pair_coef[members][:, columns], norms_a=norms,
+                                                        norms_b=self._sv_norms[members])
         return decisions
 
     @property
@@ -1089,24 +1161,56 @@ def _run_in_threads(n_threads: int, work) -> None:
 
 
 class _ProblemQueue:
-    """The sub-problems still to solve (in order, or the largest first), shared by the worker threads;
-    ``results`` in the order of ``problems``."""
+    """Items to solve (sub-problems or chunks of them), in order or the largest ``sizes`` first, shared by the
+    worker threads; ``results`` in the order of ``items``."""
 
-    def __init__(self, problems: list[SubProblem], largest_first: bool):
-        order = range(len(problems))
-        if largest_first:
-            order = sorted(order, key=lambda p: (-len(problems[p].rows), p))
-        self.pending = [(p, problems[p]) for p in reversed(order)]  # pop() takes the first of `order`
-        self.results: list[BinaryModel | None] = [None] * len(problems)
+    def __init__(self, items: list, sizes: list[int] | None = None):
+        order = range(len(items))
+        if sizes is not None:
+            order = sorted(order, key=lambda p: (-sizes[p], p))
+        self.pending = [(p, items[p]) for p in reversed(order)]  # pop() takes the first of `order`
+        self.results: list = [None] * len(items)
         self.lock = threading.Lock()
 
-    def next(self) -> tuple[int, SubProblem] | None:
+    def next(self) -> tuple[int, object] | None:
         with self.lock:
             return self.pending.pop() if self.pending else None
 
     def abandon(self) -> None:
         with self.lock:
             self.pending.clear()
+
+
+def _contiguous_chunks(costs: list[int], n_chunks: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of at most ``n_chunks`` consecutive runs of items with about equal total cost."""
+    bounds = np.cumsum(costs, dtype=np.float64)
+    cuts = np.searchsorted(bounds, bounds[-1] * np.arange(1, n_chunks) / n_chunks, side="right")
+    edges = np.unique(np.concatenate(([0], cuts, [len(costs)])))
+    return [(int(start), int(stop)) for start, stop in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _models_from_chunk(problems: list[SubProblem], rows, offsets, signs, alpha, stats, bias: bool) -> list[BinaryModel]:
+    """The :class:`BinaryModel` of each problem of a chunk solved at once, as
+    :meth:`BinaryModel.from_solution` builds it from one problem's result."""
+    positive = alpha > 0
+    counts = np.add.reduceat(positive, offsets[:-1]) if len(rows) else np.zeros(len(problems), dtype=np.int64)
+    counts[np.diff(offsets) == 0] = 0
+    sv_offsets = np.concatenate(([0], np.cumsum(counts)))
+    sv_rows = rows[positive].astype(np.int64)
+    sv_alpha = alpha[positive]
+    rho = np.where(stats[:, STAT_SQUARED_NORM] > 0, stats[:, STAT_SQUARED_NORM], 1.0)
+    coef = sv_alpha * signs[positive] / np.repeat(rho, counts)
+    columns = (STAT_STEPS, STAT_GAP, STAT_SCALE, STAT_STATUS, STAT_ROWS, STAT_TIME)
+    records = zip(problems, sv_offsets[:-1].tolist(), sv_offsets[1:].tolist(), rho.tolist(),
+                  *(stats[:, column].tolist() for column in columns), strict=True)
+    models = []
+    for problem, first, last, rho_k, steps, gap, scale, status, n_rows, elapsed in records:
+        info = {"iterations": int(steps), "gap": gap, "relative_gap": gap / scale, "status": STATUS_NAMES[int(status)],
+                "time": elapsed, "n_active": last - first, "cache_hits": 0, "cache_misses": int(n_rows), "rho": rho_k,
+                "problem": problem.label, "warm_start": problem.init is not None}
+        intercept = float(coef[first:last].sum()) if bias else 0.0
+        models.append(BinaryModel(sv_rows[first:last], coef[first:last], intercept, info, sv_alpha[first:last]))
+    return models
 
 
 class _TimeBudget:
@@ -1155,6 +1259,11 @@ class _DotRows:
 
     # model_io does not save it
     transient = True
+
+
+def _grouped_by_class(n_support: np.ndarray, pair_coef: np.ndarray) -> bool:
+    """Whether the SVs are grouped by class as ``n_support`` says (LIBSVM's layout; every fit and model file)."""
+    return n_support is not None and int(np.sum(n_support)) == pair_coef.shape[0]
 
 
 def _same_labels(a: np.ndarray, b: np.ndarray) -> bool:

@@ -488,3 +488,72 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     support = np.flatnonzero(alpha > 0)
     return _result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
                    rounds=int(rounds), cache_bytes=int(n_rows) * n_points * 8, dot_rows=(new_points, new_dots))
+
+
+# Columns of the per-problem statistics returned by solve_many_rows_dense.
+(STAT_STEPS, STAT_GAP, STAT_SCALE, STAT_STATUS, STAT_SQUARED_NORM, STAT_ROWS, STAT_ROUNDS,
+ STAT_TIME) = range(8)
+
+
+@njit(cache=True, nogil=True)  # a whole decomposition (or a worker's share of it) without the GIL
+def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, degree, bias, lam, second_rule, gmdm_k,
+                          eta, tol, max_iter, max_time, init_idx, init_alpha, init_offsets, batch_size, n_init, seeds):
+    """:func:`solve_rows_dense` on many sub-problems, one after the other, in one compiled call.
+
+    Sub-problem ``k`` is ``rows[offsets[k]:offsets[k + 1]]`` (with those entries of ``signs`` and ``C``), its warm
+    start ``init_idx/init_alpha[init_offsets[k]:init_offsets[k + 1]]`` (empty: the balanced random start of
+    ``seeds[k]``).  Each gets an equal share of the time still left (``max_time`` for all).  Returns the weights of
+    every row (concatenated as ``rows``) and one row of statistics per sub-problem (columns ``STAT_*``).
+
+    Letter's 325 one-vs-one pairs of about 80 points take 20-40 ms to solve; the Python around one
+    :func:`run_dense_rows` call per pair (arguments, the result record) cost about as much again.
+    """
+    n_problems = offsets.shape[0] - 1
+    alpha_all = np.zeros(rows.shape[0])
+    stats = np.zeros((n_problems, 8))
+    no_points = np.empty(0, dtype=np.int64)
+    no_dots = np.empty((0, 0))
+    t_start = _now()
+    for k in range(n_problems):
+        first, last = offsets[k], offsets[k + 1]
+        share = max((max_time - (_now() - t_start)) / (n_problems - k), 1e-3)
+        started = _now()
+        alpha, steps, gap, scale, status, n2, n_rows, rounds, _, _ = solve_rows_dense(
+            X_all, rows[first:last], signs[first:last], C[first:last], kind, gamma, coef0, degree, bias, lam,
+            second_rule, gmdm_k, eta, tol, max_iter, share, init_idx[init_offsets[k]:init_offsets[k + 1]],
+            init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points, False)
+        alpha_all[first:last] = alpha
+        stats[k, STAT_STEPS] = steps
+        stats[k, STAT_GAP] = gap
+        stats[k, STAT_SCALE] = scale
+        stats[k, STAT_STATUS] = status
+        stats[k, STAT_SQUARED_NORM] = n2
+        stats[k, STAT_ROWS] = n_rows
+        stats[k, STAT_ROUNDS] = rounds
+        stats[k, STAT_TIME] = _now() - started
+    return alpha_all, stats
+
+
+def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndarray, C: np.ndarray,
+                        kernel: KernelSpec, bias: bool, lam: float, options: SolverOptions, seeds: np.ndarray,
+                        init_idx: np.ndarray, init_alpha: np.ndarray, init_offsets: np.ndarray,
+                        max_time: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`run_dense_rows` for many sub-problems at once (:func:`solve_many_rows_dense`); ``options.seed`` and
+    ``options.max_time`` are replaced by ``seeds`` (one per sub-problem) and ``max_time`` (for all).
+
+    Returns (the weights of every row, the per-problem statistics).  Every sub-problem must fit the budget.
+    """
+    sizes = np.diff(offsets)
+    if len(sizes) and not fits_dense(int(sizes.max()), options.cache_bytes):
+        raise ValueError(f"a sub-problem of {int(sizes.max())} points does not fit the budget (cache_size)")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return solve_many_rows_dense(
+        np.ascontiguousarray(X), np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(offsets, np.int64),
+        np.ascontiguousarray(signs), np.ascontiguousarray(C, dtype=np.float64),
+        np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), 1.0 if bias else 0.0,
+        float(lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
+        float(options.eta), float(options.tol), np.int64(options.max_iter), float(max_time),
+        np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
+        np.ascontiguousarray(init_offsets, dtype=np.int64), np.int64(BATCH), np.int64(options.n_init),
+        np.ascontiguousarray(seeds, dtype=np.uint32))
