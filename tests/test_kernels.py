@@ -118,6 +118,26 @@ def test_kernel_product_blocks_and_threads(monkeypatch, n_threads):
     np.testing.assert_allclose(got, rbf_kernel(A, B, gamma=0.15) @ coef, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("spec_name", ["rbf", "poly", "linear"])
+def test_kernel_map_applies_the_reduction_to_every_row_block(monkeypatch, n_threads, spec_name):
+    """kernel_map hands each row block's kernel values to the reduction and stacks the results in row order."""
+    import coresvm.kernels as kernels
+
+    monkeypatch.setattr(kernels, "BLOCK_VALUES", 64)  # 8-row blocks: many of them
+    A, B = np.random.RandomState(0).randn(203, 5), np.random.RandomState(1).randn(11, 5)
+    blocks = []
+
+    def reduce(values):
+        blocks.append(values.shape[0])
+        return np.column_stack((values[:, :4].sum(axis=1), values.max(axis=1)))
+
+    got = kernels.kernel_map(A, B, SPECS[spec_name], reduce, 2, n_threads=n_threads)
+    K = sklearn_kernel(A, B, SPECS[spec_name])
+    np.testing.assert_allclose(got, np.column_stack((K[:, :4].sum(axis=1), K.max(axis=1))), rtol=1e-10, atol=1e-10)
+    assert sum(blocks) == 203 and max(blocks) == 8
+
+
 def test_kernel_product_rbf_far_points_use_the_direct_formula():
     """Norms so large that exp(2 g <a, b>) would overflow: the direct form is used."""
     rng = np.random.RandomState(0)

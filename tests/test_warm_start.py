@@ -195,3 +195,20 @@ def test_no_inner_products_kept_for_few_features_or_cold_fits():
     few = X[:300, :16] / 16.0
     assert CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(few, y[:300])._dot_rows is None
     assert CoreSVC(C=10, gamma=0.05, random_state=0).fit(X[:300] / 16.0, y[:300])._dot_rows is None
+
+
+@pytest.mark.parametrize("solver", ["coreset", "swap"])
+def test_fitting_a_shallow_copy_leaves_the_original_model_intact(digits, solver):
+    """PatternSearchCV starts a fit at another gamma from ``copy.copy`` of a kept model: a fit rebinds its
+    fitted attributes and never writes into the arrays of the previous fit, so the kept model still predicts
+    and warm-starts as before."""
+    import copy
+
+    X, y = digits
+    kept = CoreSVC(C=10, gamma=0.05, solver=solver, warm_start=True, random_state=0).fit(X, y)
+    arrays = {name: value.copy() for name, value in vars(kept).items() if isinstance(value, np.ndarray)}
+    decisions = kept.decision_function(X)
+    copy.copy(kept).set_params(C=100, gamma=0.2).fit(X, y)
+    for name, value in arrays.items():
+        np.testing.assert_array_equal(getattr(kept, name), value, err_msg=name)
+    np.testing.assert_array_equal(kept.decision_function(X), decisions)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -209,7 +210,40 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
             part = block @ coef
         out[start:stop] = part
 
-    starts = range(0, n_a, rows)
+    _run_row_blocks(n_a, rows, one_block, n_threads)
+    return out
+
+
+def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray], n_out: int, norms_a=None,
+               norms_b=None, n_threads: int | None = None) -> np.ndarray:
+    """``reduce(k(A_block, B))`` for cache-sized row blocks of dense ``A``, stacked: an ``(n_A, n_out)`` array.
+
+    For reductions that are not one product with a coefficient matrix (:func:`kernel_product`), e.g. the
+    one-vs-one decisions, which multiply each class's columns of the block by that class's own coefficients.
+    Blocks and threads as :func:`kernel_product`.
+    """
+    n_a = A.shape[0]
+    out = np.empty((n_a, n_out))
+    if n_a == 0:
+        return out
+    if spec.name == "rbf":
+        norms_a = squared_norms(A) if norms_a is None else norms_a
+        norms_b = squared_norms(B) if norms_b is None else norms_b
+    rows = product_block_rows(B.shape[0])
+
+    def one_block(start: int) -> None:
+        stop = min(start + rows, n_a)
+        block = apply_kernel_to_dots(inner_products(A[start:stop], B), spec,
+                                     None if norms_a is None else norms_a[start:stop], norms_b)
+        out[start:stop] = reduce(block)
+
+    _run_row_blocks(n_a, rows, one_block, n_threads)
+    return out
+
+
+def _run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None], n_threads: int | None) -> None:
+    """``one_block(start)`` for every block of ``block_rows`` rows, on ``n_threads`` threads (BLAS on one each)."""
+    starts = range(0, n_rows, block_rows)
     n_threads = min(n_threads or default_kernel_threads(), len(starts))
     with single_threaded_blas():
         if n_threads <= 1:
@@ -218,7 +252,6 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
         else:
             with ThreadPoolExecutor(n_threads) as pool:
                 list(pool.map(one_block, starts))
-    return out
 
 
 _BLAS_CONTROLLER: ThreadpoolController | None = None

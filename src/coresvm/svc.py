@@ -43,6 +43,7 @@ from .data import is_memory_mapped, map_row_blocks, read_rows, validate_mapped_i
 from .joint import fit_joint
 from .kernels import (
     KernelSpec,
+    kernel_map,
     kernel_product,
     limit_kernel_threads,
     product_block_rows,
@@ -1048,16 +1049,19 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         n_classes = len(self.classes_)
         if self._is_one_vs_rest or n_classes == 2 or not _grouped_by_class(self.n_support_, self._pair_coef):
             return kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef, norms_b=self._sv_norms)
-        decisions = np.zeros((X.shape[0], self._pair_coef.shape[1]))
-        norms = squared_norms(X) if self._kernel_spec.name == "rbf" else None
         bounds = np.concatenate(([0], np.cumsum(self.n_support_)))
-        for c, columns in enumerate(OneVsOneLayout.class_pairs(n_classes)):
-            members = slice(bounds[c], bounds[c + 1])
-            if bounds[c + 1] > bounds[c]:
-                decisions[:, columns] += kernel_product(X, self.support_vectors_[members], self._kernel_spec,
-                                                        self._pair_coef[members][:, columns], norms_a=norms,
-                                                        norms_b=self._sv_norms[members])
-        return decisions
+        columns = OneVsOneLayout.class_pairs(n_classes)
+        members = [slice(bounds[c], bounds[c + 1]) for c in range(n_classes)]
+        class_coef = [self._pair_coef[members[c], columns[c]] for c in range(n_classes)]
+
+        def pair_decisions(kernel_values: np.ndarray) -> np.ndarray:
+            decisions = np.zeros((kernel_values.shape[0], self._pair_coef.shape[1]))
+            for c in range(n_classes):
+                decisions[:, columns[c]] += kernel_values[:, members[c]] @ class_coef[c]
+            return decisions
+
+        return kernel_map(X, self.support_vectors_, self._kernel_spec, pair_decisions, self._pair_coef.shape[1],
+                          norms_b=self._sv_norms)
 
     @property
     def _is_one_vs_rest(self) -> bool:
