@@ -127,15 +127,21 @@ def test_callback_rejected_by_ball_solvers(digits):
 
 
 def _spy_on_dot_rows(monkeypatch):
-    """Record, per call of the small-problem solver, how many kept inner-product rows it was given."""
+    """Record, per sub-problem given to the small-problem solver (pair by pair, or in chunks), how many kept
+    inner-product rows it was given."""
     given = []
-    real = svc_module.run_dense_rows
+    real_one, real_many = svc_module.run_dense_rows, svc_module.run_many_dense_rows
 
-    def spy(*args, **kwargs):
+    def spy_one(*args, **kwargs):
         given.append(len(args[10][0]))
-        return real(*args, **kwargs)
+        return real_one(*args, **kwargs)
 
-    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    def spy_many(*args, **kwargs):
+        given.extend(len(points) for points, _ in args[14])
+        return real_many(*args, **kwargs)
+
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy_one)
+    monkeypatch.setattr(svc_module, "run_many_dense_rows", spy_many)
     return given
 
 
