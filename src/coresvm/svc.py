@@ -63,7 +63,7 @@ from .problem import SimplexProblem, kkt_bias, take_rows
 from .solvers.core_set import core_set_capacity
 from .solvers.dense import NO_DOT_ROWS, fits_dense, run_dense_rows
 from .solvers.driver import SolverOptions, run_engine
-from .solvers.engine import SECOND_VERTEX_RULES
+from .solvers.engine import SECOND_VERTEX_RULES, print_progress
 from .solvers.geometric import STOPPING_RULES
 
 FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
@@ -82,7 +82,7 @@ MULTICLASS_MODES = ("ovo", "ovr", "joint")
 # Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
 # blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: see README).
 ONE_THREAD_MAX_POINTS = 5000
-# Multiclass sub-problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
+# (Sub-)problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
 # (see CoreSVC._small_problem_fast_path); False forces the Python core-set loop (tests compare the two).
 SMALL_PROBLEM_FAST_PATH = True
 # A warm_start fit on the small-problem path keeps its working sets' inner products <x_i, x_j> for the next
@@ -128,8 +128,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         when no sampled point lies outside the ``(1 + eps)``-ball (``eps``
         given, or LibCVM's heuristic; ``tol`` is not used).  'coreset' is the
         same loop with large batches (10,000 candidates, 300 added per round),
-        the fastest solver here.  With more than two classes, a 'coreset'
-        sub-problem (one-vs-one pair or one-vs-rest class) whose extended
+        the fastest solver here.  A 'coreset' problem (the binary problem, a
+        one-vs-one pair or a one-vs-rest class) whose extended
         kernel fits ``cache_size`` (``m^2 * 8`` bytes) and whose ``X`` is a
         dense in-memory array runs the same core-set scheme in one compiled,
         GIL-free function with cached kernel rows and the exact gradient
@@ -695,6 +695,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                                     self._dots_out is not None)
             if self._dots_out is not None:
                 self._dots_out[problem.index] = (rows, *result.dot_rows)
+            if options.verbose > 0:  # one compiled call: a single line when it ends
+                print_progress(result.n_iter, result.gap, result.rel_gap, len(result.support), result.time)
         elif self.callback is None:
             simplex = simplex_problem()
             result = run_engine(simplex, options, init_idx, init_alpha)
@@ -712,14 +714,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return model
 
     def _small_problem_fast_path(self, X, n_points: int, options: SolverOptions) -> bool:
-        """Whether a multiclass sub-problem of ``solver='coreset'`` runs on :mod:`coresvm.solvers.dense`.
+        """Whether a (sub-)problem of ``solver='coreset'`` runs on :mod:`coresvm.solvers.dense`.
 
-        Rule: more than two classes (one-vs-one pairs, or one-vs-rest problems), dense in-memory ``X``, no
-        callback, and the sub-problem's extended kernel fits ``cache_size`` (``n_points^2 * 8`` bytes).
+        Rule: dense in-memory ``X``, no callback, and the problem's extended kernel fits ``cache_size``
+        (``n_points^2 * 8`` bytes) -- binary data, one-vs-one pairs or one-vs-rest problems alike.  The
+        compiled loop stops on the exact duality gap of every point, where the Python loop tests a sample.
         """
         return (SMALL_PROBLEM_FAST_PATH and self.solver == "coreset" and self.callback is None
-                and len(self.classes_) > 2 and isinstance(X, np.ndarray) and not is_memory_mapped(X)
-                and fits_dense(n_points, options.cache_bytes))
+                and isinstance(X, np.ndarray) and not is_memory_mapped(X) and fits_dense(n_points, options.cache_bytes))
 
     def _run_with_callback(self, simplex, options, problem: SubProblem, init_idx, init_alpha, stop):
         """Run the solver so that ``self.callback`` sees its progress and may stop it."""
