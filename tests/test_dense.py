@@ -12,6 +12,7 @@ from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem
 from coresvm.solvers import clock, engine
 from coresvm.solvers.dense import (
+    _drop_idle,
     balanced_start,
     fits_dense,
     run_dense,
@@ -246,3 +247,47 @@ def test_binary_fits_take_the_fast_path_and_meet_the_exact_gap():
     loop = CoreSVC(C=50.0, gamma=2.0, tol=tol, random_state=0, callback=lambda info: False).fit(X, y)
     assert loop.solver_info_[0]["cache_misses"] == 0
     assert np.mean(loop.predict(X) == model.predict(X)) >= 0.99
+
+
+def test_idle_points_leave_the_working_set_with_their_rows_and_columns():
+    """_drop_idle keeps exactly the points with weight or a violation, in front, with their rows of Q (columns in
+    the new position order), and the position <-> point maps, data and kept inner products following them."""
+    rng = np.random.default_rng(3)
+    m, n_w = 40, 30
+    problem = make_problem(m=m, seed=4)
+    Q = problem.dense_Q()
+    X = problem.X.copy()
+    norms, y = (X * X).sum(1), problem.y.copy()
+    inv_c, diag = 1.0 / problem.C, np.diag(Q).copy()
+    alpha = np.where(rng.random(m) < 0.4, rng.random(m), 0.0)
+    alpha[n_w:] = 0.0
+    G = rng.random(m)
+    order, position = np.arange(m), np.arange(m)
+    rows = Q.copy()
+    new_dots = X @ X.T
+    threshold = 0.5
+    idle = (alpha[:n_w] <= 0) & (G[:n_w] >= threshold)
+    before = dict(alpha=alpha.copy(), G=G.copy(), X=X.copy())
+    kept = _drop_idle(n_w, threshold, 0.0, X, norms, y, inv_c, diag, alpha, G, order, position, rows, new_dots)
+    assert kept == n_w - idle.sum() and 0 < kept < n_w
+    assert sorted(order[:kept]) == sorted(np.flatnonzero(~idle)) and sorted(order) == list(range(m))
+    np.testing.assert_array_equal(position[order], np.arange(m))
+    for name, values in (("alpha", alpha), ("G", G)):
+        np.testing.assert_array_equal(values, before[name][order])
+    np.testing.assert_array_equal(X, before["X"][order])
+    np.testing.assert_array_equal(diag, np.diag(Q)[order])
+    np.testing.assert_array_equal(rows[:kept], Q[np.ix_(order[:kept], order)])
+    np.testing.assert_array_equal(new_dots[:kept], (before["X"] @ before["X"].T)[order[:kept]])
+
+
+def test_a_warm_start_whose_support_mostly_leaves_reaches_the_exact_optimum():
+    """From the solution at a small C to a large C (most old support vectors leave, so idle points are dropped
+    from the working set): the same exact optimum as a cold start."""
+    small = make_problem(m=150, seed=5, C=0.05)
+    large = make_problem(m=150, seed=5, C=500.0)
+    options = SolverOptions(second_vertex="imdm", tol=1e-9, seed=0)
+    start = run_dense(small, options)
+    _, f_star, Q = exact_solution(large)
+    warm = run_dense(large, options, start.support, start.alpha)
+    assert len(start.support) > 2 * len(warm.support)
+    assert_reaches_exact_optimum(large, warm, f_star, Q)
