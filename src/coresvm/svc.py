@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
@@ -1034,6 +1035,21 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             scores = _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
             return self.classes_[np.argmax(scores, axis=1)]
         return self.classes_[OneVsOneLayout.vote(decisions, len(self.classes_))]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Mean accuracy of ``self.predict(X)`` on ``y``, as scikit-learn's ``ClassifierMixin.score``.
+
+        When ``y`` is a 1-D array of this model's classes, as long as ``X``, and there are no weights, the mean is
+        taken directly: ``accuracy_score``'s target checks, which can only pass then, cost about 1 ms -- as much as
+        a small fit's prediction, once per fit of a hyper-parameter search.  Any other ``y`` or weights go through
+        ``accuracy_score``, with its checks and errors.
+        """
+        predicted = self.predict(X)
+        labels = None if sp.issparse(y) else np.asarray(y)
+        if (sample_weight is None and labels is not None and labels.ndim == 1 and labels.dtype != object
+                and len(labels) == len(predicted) and np.all(np.isin(labels, self.classes_))):
+            return float(np.mean(labels == predicted))
+        return float(accuracy_score(y, predicted, sample_weight=sample_weight))
 
     # ------------------------------------------------------------- model files
     def save(self, path, format: str = "native") -> None:
