@@ -14,6 +14,7 @@ from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem
 from coresvm.solvers import clock, engine
 from coresvm.solvers.dense import (
+    _drop_idle,
     balanced_start,
     fits_dense,
     run_dense,
@@ -265,3 +266,71 @@ def test_inner_products_kept_by_one_fit_give_the_next_fit_the_same_solution(kern
     assert reused.n_iter == plain.n_iter and reused.dot_rows[0].shape == (0,)
     np.testing.assert_array_equal(reused.support, plain.support)
     np.testing.assert_allclose(reused.alpha, plain.alpha, rtol=1e-9, atol=1e-12)
+
+
+def test_binary_fits_take_the_fast_path_and_meet_the_exact_gap():
+    """Two classes, dense X within the budget: the compiled loop (kernel rows counted), stopped on the exact gap of
+    every point -- checked here from the fitted dual against the full extended kernel."""
+    rng = np.random.default_rng(1)
+    X = rng.random((300, 5))
+    y = np.where(X[:, 0] + X[:, 1] + 0.2 * rng.standard_normal(300) > 1.0, "a", "b")
+    tol = 1e-3
+    model = CoreSVC(C=50.0, gamma=2.0, tol=tol, random_state=0).fit(X, y)
+    info = model.solver_info_[0]
+    assert info["cache_misses"] > 0 and info["status"] == "converged"  # rows counted: the dense path ran
+    signs = np.where(y == model.classes_[1], 1.0, -1.0)
+    problem = SimplexProblem(X, signs, np.full(300, 50.0), KernelSpec("rbf", 2.0, 0.0, 3), bias=True)
+    Q = problem.dense_Q()
+    alpha = np.zeros(300)
+    # dual_coef_ = a_i y_i / rho with rho = a'Qa: recover a on the simplex
+    alpha[model.support_] = model.dual_coef_[0] * signs[model.support_]
+    alpha /= alpha.sum()
+    assert problem.duality_gap(alpha, Q) / (2 * alpha @ Q @ alpha) <= tol * (1 + 1e-6)
+    # the Python core-set loop (a callback forces it) solves the same problem: the same predictions
+    loop = CoreSVC(C=50.0, gamma=2.0, tol=tol, random_state=0, callback=lambda info: False).fit(X, y)
+    assert loop.solver_info_[0]["cache_misses"] == 0
+    assert np.mean(loop.predict(X) == model.predict(X)) >= 0.99
+
+
+def test_idle_points_leave_the_working_set_with_their_rows_and_columns():
+    """_drop_idle keeps exactly the points with weight or a violation, in front, with their rows of Q (columns in
+    the new position order), and the position <-> point maps, data and kept inner products following them."""
+    rng = np.random.default_rng(3)
+    m, n_w = 40, 30
+    problem = make_problem(m=m, seed=4)
+    Q = problem.dense_Q()
+    X = problem.X.copy()
+    norms, y = (X * X).sum(1), problem.y.copy()
+    inv_c, diag = 1.0 / problem.C, np.diag(Q).copy()
+    alpha = np.where(rng.random(m) < 0.4, rng.random(m), 0.0)
+    alpha[n_w:] = 0.0
+    G = rng.random(m)
+    order, position = np.arange(m), np.arange(m)
+    rows = Q.copy()
+    new_dots = X @ X.T
+    threshold = 0.5
+    idle = (alpha[:n_w] <= 0) & (G[:n_w] >= threshold)
+    before = dict(alpha=alpha.copy(), G=G.copy(), X=X.copy())
+    kept = _drop_idle(n_w, threshold, 0.0, X, norms, y, inv_c, diag, alpha, G, order, position, rows, new_dots)
+    assert kept == n_w - idle.sum() and 0 < kept < n_w
+    assert sorted(order[:kept]) == sorted(np.flatnonzero(~idle)) and sorted(order) == list(range(m))
+    np.testing.assert_array_equal(position[order], np.arange(m))
+    for name, values in (("alpha", alpha), ("G", G)):
+        np.testing.assert_array_equal(values, before[name][order])
+    np.testing.assert_array_equal(X, before["X"][order])
+    np.testing.assert_array_equal(diag, np.diag(Q)[order])
+    np.testing.assert_array_equal(rows[:kept], Q[np.ix_(order[:kept], order)])
+    np.testing.assert_array_equal(new_dots[:kept], (before["X"] @ before["X"].T)[order[:kept]])
+
+
+def test_a_warm_start_whose_support_mostly_leaves_reaches_the_exact_optimum():
+    """From the solution at a small C to a large C (most old support vectors leave, so idle points are dropped
+    from the working set): the same exact optimum as a cold start."""
+    small = make_problem(m=150, seed=5, C=0.05)
+    large = make_problem(m=150, seed=5, C=500.0)
+    options = SolverOptions(second_vertex="imdm", tol=1e-9, seed=0)
+    start = run_dense(small, options)
+    _, f_star, Q = exact_solution(large)
+    warm = run_dense(large, options, start.support, start.alpha)
+    assert len(start.support) > 2 * len(warm.support)
+    assert_reaches_exact_optimum(large, warm, f_star, Q)

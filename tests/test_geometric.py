@@ -21,7 +21,7 @@ from coresvm.solvers.geometric import (
     sphere_step,
     violation_threshold,
 )
-from coresvm.solvers.steps import objective_change, pairwise_direction
+from coresvm.solvers.steps import objective_change, pairwise_direction, partner_value
 
 
 def rbf_problem(m=120, C=10.0, seed=0, bias=True):
@@ -169,6 +169,39 @@ def test_imdm_never_takes_a_worse_step_than_mdm():
             d, c = pairwise_direction(g[v], g[u], Q[v, v], Q[u, u], Q[v, u], 0.0)
             decrease[rule] = -objective_change(d, c, min(-d / (2 * c), alpha[u]))
         assert decrease[SECOND_IMDM] >= decrease[SECOND_MDM] - 1e-15
+
+
+@pytest.mark.parametrize("lam", [0.0, 1.0])
+def test_imdm_picks_the_partner_of_the_largest_clipped_decrease(lam):
+    """select_second_vertex's IMDM (compared without a division per point) is the argmax of partner_value's
+    decrease over the active points scoring above the toward vertex, with clipped and unclipped steps."""
+    rng = np.random.RandomState(1)
+    n_clipped = n_unclipped = 0
+    for _ in range(200):
+        n = 15
+        A = rng.randn(n, 4)
+        Q = A @ A.T + np.eye(n) * rng.uniform(0.01, 2.0)
+        alpha = rng.dirichlet(np.ones(n) * rng.uniform(0.1, 2.0)) * (rng.rand(n) > 0.3)
+        if alpha.sum() == 0:
+            continue
+        alpha /= alpha.sum()
+        diag = np.diag(Q).copy()
+        g = Q @ alpha
+        scores = g - 0.5 * lam * diag
+        v = int(np.argmin(scores))
+        values = np.full(n, 0.0)
+        for t in range(n):
+            if alpha[t] > 0 and t != v and scores[t] > scores[v]:
+                d, c = pairwise_direction(g[v], g[t], Q[v, v], Q[t, t], Q[v, t], lam)
+                values[t] = partner_value(d, c, alpha[t], True, 0.5)
+                n_clipped += bool(-d / (2 * c) >= alpha[t])
+                n_unclipped += bool(-d / (2 * c) < alpha[t])
+        u = select_second_vertex(Q, alpha, g, diag, n, lam, v, scores[v], SECOND_IMDM, 0.5)
+        if values.max() <= 0:
+            assert u < 0
+        else:
+            assert values[u] == pytest.approx(values.max(), rel=1e-12)
+    assert n_clipped > 50 and n_unclipped > 50  # both branches were exercised
 
 
 def test_kkt_and_theoretic_bias_agree_at_tight_tolerance():

@@ -267,3 +267,30 @@ def test_convergence_warnings_point_at_the_callers_line(multiclass):
         CoreSVC(multiclass=multiclass, max_iter=3, random_state=0).fit(X, y)
     stopped = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert stopped and all(w.filename == __file__ for w in stopped), [(w.filename, str(w.message)) for w in stopped]
+
+
+def test_score_is_scikit_learns_accuracy_for_every_kind_of_target():
+    """CoreSVC.score takes the mean directly for plain label arrays; it must equal ClassifierMixin.score (that is,
+    accuracy_score) there, and hand anything else (weights, unseen labels, bad shapes) to accuracy_score."""
+    from sklearn.base import ClassifierMixin
+    from sklearn.metrics import accuracy_score
+
+    rng = np.random.default_rng(0)
+    X = rng.random((120, 3))
+    for labels in (np.where(X[:, 0] > 0.5, 1, -1), np.where(X[:, 0] > 0.5, "yes", "no"),
+                   np.digitize(X[:, 0], [0.33, 0.66]).astype(float)):
+        model = CoreSVC(C=10.0, gamma=1.0, random_state=0).fit(X[:80], labels[:80])
+        X_test, y_test = X[80:], labels[80:]
+        expected = accuracy_score(y_test, model.predict(X_test))
+        assert model.score(X_test, y_test) == ClassifierMixin.score(model, X_test, y_test) == expected
+        assert model.score(X_test, list(y_test)) == expected
+        weights = rng.random(40)
+        assert model.score(X_test, y_test, sample_weight=weights) == pytest.approx(
+            accuracy_score(y_test, model.predict(X_test), sample_weight=weights))
+        unseen = y_test.copy()
+        unseen[:5] = labels[0] * 3 if labels.dtype.kind != "U" else "maybe"  # labels the model never saw
+        assert model.score(X_test, unseen) == ClassifierMixin.score(model, X_test, unseen)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        model.score(X_test, y_test[:-1])
+    with pytest.raises(ValueError):
+        model.score(X_test, y_test.reshape(-1, 1).repeat(2, axis=1))

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
@@ -76,7 +77,7 @@ from .solvers.dense import (
     run_many_dense_rows,
 )
 from .solvers.driver import SolverOptions, run_engine
-from .solvers.engine import SECOND_VERTEX_RULES, STATUS_NAMES
+from .solvers.engine import SECOND_VERTEX_RULES, STATUS_NAMES, print_progress
 from .solvers.geometric import STOPPING_RULES
 
 FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
@@ -95,7 +96,7 @@ MULTICLASS_MODES = ("ovo", "ovr", "joint")
 # Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
 # blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: see README).
 ONE_THREAD_MAX_POINTS = 5000
-# Multiclass sub-problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
+# (Sub-)problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
 # (see CoreSVC._small_problem_fast_path); False forces the Python core-set loop (tests compare the two).
 SMALL_PROBLEM_FAST_PATH = True
 # A warm_start fit on the small-problem path keeps its working sets' inner products <x_i, x_j> for the next
@@ -145,8 +146,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         when no sampled point lies outside the ``(1 + eps)``-ball (``eps``
         given, or LibCVM's heuristic; ``tol`` is not used).  'coreset' is the
         same loop with large batches (10,000 candidates, 300 added per round),
-        the fastest solver here.  With more than two classes, a 'coreset'
-        sub-problem (one-vs-one pair or one-vs-rest class) whose extended
+        the fastest solver here.  A 'coreset' problem (the binary problem, a
+        one-vs-one pair or a one-vs-rest class) whose extended
         kernel fits ``cache_size`` (``m^2 * 8`` bytes) and whose ``X`` is a
         dense in-memory array runs the same core-set scheme in one compiled,
         GIL-free function with cached kernel rows and the exact gradient
@@ -753,6 +754,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                                     self._dots_out is not None)
             if self._dots_out is not None:
                 self._dots_out[problem.index] = (rows, *result.dot_rows)
+            if options.verbose > 0:  # one compiled call: a single line when it ends
+                print_progress(result.n_iter, result.gap, result.rel_gap, len(result.support), result.time)
         elif self.callback is None:
             simplex = simplex_problem()
             result = run_engine(simplex, options, init_idx, init_alpha)
@@ -770,14 +773,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return model
 
     def _small_problem_fast_path(self, X, n_points: int, options: SolverOptions) -> bool:
-        """Whether a multiclass sub-problem of ``solver='coreset'`` runs on :mod:`coresvm.solvers.dense`.
+        """Whether a (sub-)problem of ``solver='coreset'`` runs on :mod:`coresvm.solvers.dense`.
 
-        Rule: more than two classes (one-vs-one pairs, or one-vs-rest problems), dense in-memory ``X``, no
-        callback, and the sub-problem's extended kernel fits ``cache_size`` (``n_points^2 * 8`` bytes).
+        Rule: dense in-memory ``X``, no callback, and the problem's extended kernel fits ``cache_size``
+        (``n_points^2 * 8`` bytes) -- binary data, one-vs-one pairs or one-vs-rest problems alike.  The
+        compiled loop stops on the exact duality gap of every point, where the Python loop tests a sample.
         """
         return (SMALL_PROBLEM_FAST_PATH and self.solver == "coreset" and self.callback is None
-                and len(self.classes_) > 2 and isinstance(X, np.ndarray) and not is_memory_mapped(X)
-                and fits_dense(n_points, options.cache_bytes))
+                and isinstance(X, np.ndarray) and not is_memory_mapped(X) and fits_dense(n_points, options.cache_bytes))
 
     def _run_with_callback(self, simplex, options, problem: SubProblem, init_idx, init_alpha, stop):
         """Run the solver so that ``self.callback`` sees its progress and may stop it."""
@@ -1112,6 +1115,21 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             scores = _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
             return self.classes_[np.argmax(scores, axis=1)]
         return self.classes_[OneVsOneLayout.vote(decisions, len(self.classes_))]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Mean accuracy of ``self.predict(X)`` on ``y``, as scikit-learn's ``ClassifierMixin.score``.
+
+        When ``y`` is a 1-D array of this model's classes, as long as ``X``, and there are no weights, the mean is
+        taken directly: ``accuracy_score``'s target checks, which can only pass then, cost about 1 ms -- as much as
+        a small fit's prediction, once per fit of a hyper-parameter search.  Any other ``y`` or weights go through
+        ``accuracy_score``, with its checks and errors.
+        """
+        predicted = self.predict(X)
+        labels = None if sp.issparse(y) else np.asarray(y)
+        if (sample_weight is None and labels is not None and labels.ndim == 1 and labels.dtype != object
+                and len(labels) == len(predicted) and np.all(np.isin(labels, self.classes_))):
+            return float(np.mean(labels == predicted))
+        return float(accuracy_score(y, predicted, sample_weight=sample_weight))
 
     # ------------------------------------------------------------- model files
     def save(self, path, format: str = "native") -> None:
