@@ -207,9 +207,8 @@ def _move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, o
     returns the new ``n_w``.
 
     Positions ``0 .. n_w - 1`` are the working set; their rows already exist, so the swapped columns are
-    swapped in each of them too -- row by row, all swaps of one row together (one column of every row
-    per point would be a cache and TLB miss per entry: the rows are tens of kB apart).  ``labels`` are
-    the signs (binary) or class indices (joint).
+    swapped in each of them too (:func:`_swap_columns`).  ``labels`` are the signs (binary) or class indices
+    (joint).
     """
     first = n_w
     swapped_p = np.empty(points.shape[0], dtype=np.int64)
@@ -218,23 +217,37 @@ def _move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, o
     for point in points:
         p = position[point]
         if p != n_w:
-            for a in range(X.shape[1]):
-                X[p, a], X[n_w, a] = X[n_w, a], X[p, a]
-            for values in (norms, labels, inv_c, diag, alpha, G):
-                values[p], values[n_w] = values[n_w], values[p]
-            other = order[n_w]
-            order[p], order[n_w] = other, point
-            position[other], position[point] = p, n_w
+            _swap_positions(p, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position)
             swapped_p[n_swaps] = p
             swapped_q[n_swaps] = n_w
             n_swaps += 1
         n_w += 1
-    for t in range(first):
+    _swap_columns(rows, first, swapped_p, swapped_q, n_swaps)
+    return n_w
+
+
+@njit(cache=True, nogil=True)
+def _swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position):
+    """Exchange the points at working-order positions ``p`` and ``q`` in every per-point array."""
+    for a in range(X.shape[1]):
+        X[p, a], X[q, a] = X[q, a], X[p, a]
+    for values in (norms, labels, inv_c, diag, alpha, G):
+        values[p], values[q] = values[q], values[p]
+    point_p, point_q = order[p], order[q]
+    order[p], order[q] = point_q, point_p
+    position[point_p], position[point_q] = q, p
+
+
+@njit(cache=True, nogil=True)
+def _swap_columns(rows, n_rows, swapped_p, swapped_q, n_swaps):
+    """Apply the position swaps ``(swapped_p[s], swapped_q[s])`` to the columns of ``rows[:n_rows]``, row by row,
+    all swaps of one row together (one column of every row per swap would be a cache and TLB miss per entry:
+    the rows are tens of kB apart)."""
+    for t in range(n_rows):
         row = rows[t]
         for s in range(n_swaps):
             p, q = swapped_p[s], swapped_q[s]
             row[p], row[q] = row[q], row[p]
-    return n_w
 
 
 @njit(cache=True, nogil=True)
@@ -264,24 +277,14 @@ def _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, ord
         if front >= back:
             break
         p, q = front, back
-        for a in range(X.shape[1]):
-            X[p, a], X[q, a] = X[q, a], X[p, a]
-        for values in (norms, labels, inv_c, diag, alpha, G):
-            values[p], values[q] = values[q], values[p]
-        point_p, point_q = order[p], order[q]
-        order[p], order[q] = point_q, point_p
-        position[point_p], position[point_q] = q, p
+        _swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position)
         rows[p, :] = rows[q, :]
         if keep_dots:
             new_dots[p, :] = new_dots[q, :]
         swapped_p[n_swaps] = p
         swapped_q[n_swaps] = q
         n_swaps += 1
-    for t in range(front):
-        row = rows[t]
-        for s in range(n_swaps):
-            p, q = swapped_p[s], swapped_q[s]
-            row[p], row[q] = row[q], row[p]
+    _swap_columns(rows, front, swapped_p, swapped_q, n_swaps)
     return front
 
 
