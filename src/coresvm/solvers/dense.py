@@ -46,6 +46,7 @@ import time
 
 import numpy as np
 from numba import njit
+from numba.typed import List
 
 from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
@@ -594,9 +595,7 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
     ``old_dots[dot_offsets[k]:dot_offsets[k + 1]]`` (flattened rows of all the problem's columns).  Each gets an
     equal share of the time still left (``max_time`` for all).  Returns the weights of every row (concatenated as
     ``rows``), one row of statistics per sub-problem (columns ``STAT_*``) and, with ``keep_dots``, each
-    sub-problem's kept points and inner products (concatenated, sub-problem ``k``'s points at
-    ``point_offsets[k]:point_offsets[k + 1]``, its inner products flattened after the earlier ones; empty
-    otherwise).
+    sub-problem's kept points and inner products (lists; empty otherwise).
 
     Letter's 325 one-vs-one pairs of about 80 points take 20-40 ms to solve; the Python around one
     :func:`run_dense_rows` call per pair (arguments, the result record) cost about as much again.
@@ -604,8 +603,8 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
     n_problems = offsets.shape[0] - 1
     alpha_all = np.zeros(rows.shape[0])
     stats = np.zeros((n_problems, 8))
-    kept_points = [np.empty(0, dtype=np.int64) for _ in range(0)]  # empty lists of typed elements
-    kept_dots = [np.empty((0, 0)) for _ in range(0)]
+    kept_points = List()
+    kept_dots = List()
     t_start = _now()
     for k in range(n_problems):
         first, last = offsets[k], offsets[k + 1]
@@ -630,19 +629,7 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
         if keep_dots:
             kept_points.append(new_points)
             kept_dots.append(new_dots)
-    # Returned flat (a list of arrays leaving compiled code needs numba.typed.List, whose methods compile anew in
-    # every process: ~0.6 s on the first warm fit).
-    kept_point_offsets = np.zeros(len(kept_points) + 1, dtype=np.int64)
-    kept_dot_offsets = np.zeros(len(kept_points) + 1, dtype=np.int64)
-    for k in range(len(kept_points)):
-        kept_point_offsets[k + 1] = kept_point_offsets[k] + kept_points[k].shape[0]
-        kept_dot_offsets[k + 1] = kept_dot_offsets[k] + kept_dots[k].size
-    points_flat = np.empty(kept_point_offsets[-1], dtype=np.int64)
-    dots_flat = np.empty(kept_dot_offsets[-1])
-    for k in range(len(kept_points)):
-        points_flat[kept_point_offsets[k]:kept_point_offsets[k + 1]] = kept_points[k]
-        dots_flat[kept_dot_offsets[k]:kept_dot_offsets[k + 1]] = kept_dots[k].ravel()
-    return alpha_all, stats, points_flat, kept_point_offsets, dots_flat
+    return alpha_all, stats, kept_points, kept_dots
 
 
 def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndarray, C: np.ndarray,
@@ -665,7 +652,7 @@ def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndar
     dot_rows = dot_rows or [NO_DOT_ROWS] * len(sizes)
     point_offsets = np.cumsum([0] + [len(points) for points, _ in dot_rows])
     dot_offsets = np.cumsum([0] + [dots.size for _, dots in dot_rows])
-    alpha, stats, points_flat, point_offsets, dots_flat = solve_many_rows_dense(
+    alpha, stats, kept_points, kept_dots = solve_many_rows_dense(
         np.ascontiguousarray(X), np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(offsets, np.int64),
         np.ascontiguousarray(signs), np.ascontiguousarray(C, dtype=np.float64),
         np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), 1.0 if bias else 0.0,
@@ -677,11 +664,5 @@ def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndar
         np.concatenate([np.asarray(points, dtype=np.int64) for points, _ in dot_rows]), point_offsets.astype(np.int64),
         np.concatenate([np.asarray(dots, dtype=np.float64).ravel() for _, dots in dot_rows]),
         dot_offsets.astype(np.int64), bool(keep_dots))
-    if not keep_dots:
-        return alpha, stats, None
-    kept, start = [], 0
-    for k in range(len(sizes)):  # sub-problem k kept its points' inner products with all its sizes[k] points
-        points = points_flat[point_offsets[k]:point_offsets[k + 1]]
-        kept.append((points, dots_flat[start:start + len(points) * sizes[k]].reshape(len(points), sizes[k])))
-        start += len(points) * sizes[k]
+    kept = list(zip(kept_points, kept_dots, strict=True)) if keep_dots else None
     return alpha, stats, kept
