@@ -10,7 +10,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import load_iris
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.svm import SVC
-from test_warm_start import _spy_on_dot_rows
 
 from coresvm.model_selection import (
     GSVM_PARAM_GRID,
@@ -504,24 +503,26 @@ def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(
 
     X, y = load_digits(n_class=4, return_X_y=True)
     X, y = X[:360] / 16.0, y[:360]
-    evaluators = []
-    real_call = _CandidateEvaluator.__call__
-    real_solvers = svc_module.run_dense_rows, svc_module.run_many_dense_rows
+    evaluators, given = [], []
+    real_call, real_solver = _CandidateEvaluator.__call__, svc_module.run_dense_rows
 
     def recording_call(self, candidates):
         evaluators.append(self)
         return real_call(self, candidates)
 
+    def spy(*args, **kwargs):
+        given.append(len(args[10][0]))
+        return real_solver(*args, **kwargs)
+
     monkeypatch.setattr(_CandidateEvaluator, "__call__", recording_call)
-    given = _spy_on_dot_rows(monkeypatch)
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
     grid = {"C": [1.0, 16.0, 256.0], "gamma": [0.01, 0.04, 0.16]}
     warm = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False).fit(X, y)
     evaluator = evaluators[-1]
     assert sorted(evaluator.dot_rows) == [0, 1, 2]
     assert all(getattr(model, "_dot_rows", None) is None for _, model in evaluator.warm_models.values())
     assert sum(n > 0 for n in given) > len(given) // 2  # most pairs of most fits read kept rows
-    monkeypatch.setattr(svc_module, "run_dense_rows", real_solvers[0])
-    monkeypatch.setattr(svc_module, "run_many_dense_rows", real_solvers[1])
+    monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
     cold = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False,
                            warm_start=False).fit(X, y)
     assert warm.cv_results_["params"] == cold.cv_results_["params"]

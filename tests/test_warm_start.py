@@ -127,21 +127,15 @@ def test_callback_rejected_by_ball_solvers(digits):
 
 
 def _spy_on_dot_rows(monkeypatch):
-    """Record, per sub-problem given to the small-problem solver (pair by pair, or in chunks), how many kept
-    inner-product rows it was given."""
+    """Record, per call of the small-problem solver, how many kept inner-product rows it was given."""
     given = []
-    real_one, real_many = svc_module.run_dense_rows, svc_module.run_many_dense_rows
+    real = svc_module.run_dense_rows
 
-    def spy_one(*args, **kwargs):
+    def spy(*args, **kwargs):
         given.append(len(args[10][0]))
-        return real_one(*args, **kwargs)
+        return real(*args, **kwargs)
 
-    def spy_many(*args, **kwargs):
-        given.extend(len(points) for points, _ in args[14])
-        return real_many(*args, **kwargs)
-
-    monkeypatch.setattr(svc_module, "run_dense_rows", spy_one)
-    monkeypatch.setattr(svc_module, "run_many_dense_rows", spy_many)
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
     return given
 
 

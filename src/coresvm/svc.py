@@ -699,10 +699,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             numba.set_num_threads(previous)
 
     def _solves_in_chunks(self, X, problems: list[SubProblem]) -> bool:
-        """Whether every sub-problem takes the compiled small-problem path and needs nothing per problem in
-        Python afterwards (the KKT bias needs each problem's rows)."""
+        """Whether every sub-problem takes the compiled small-problem path with nothing per problem to keep or
+        read in Python: no kept inner products in or out, no KKT bias (it needs each problem's rows)."""
         largest = max(len(problem.rows) for problem in problems)
-        return (len(problems) > 1 and self._bias_rule != "kkt"
+        return (len(problems) > 1 and not self._dots_in and self._dots_out is None and self._bias_rule != "kkt"
                 and self._small_problem_fast_path(X, largest, self._solver_options(largest, 0, np.inf)))
 
     def _solve_chunk(self, X, problems: list[SubProblem], max_time: float) -> list[BinaryModel]:
@@ -716,14 +716,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         starts = [problem.init if problem.init is not None else NO_WARM_START for problem in problems]
         init_offsets = np.cumsum([0] + [len(init_idx) for init_idx, _ in starts])
         options = self._solver_options(max(sizes), 0, max_time)
-        alpha, stats, kept = run_many_dense_rows(
+        alpha, stats = run_many_dense_rows(
             X, rows, offsets, signs, C, self._kernel_spec, self._bias_rule != "none", 0.0, options,
             np.array([problem.seed for problem in problems]), np.concatenate([init_idx for init_idx, _ in starts]),
-            np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time,
-            [self._dots_in.get(problem.index, NO_DOT_ROWS) for problem in problems], self._dots_out is not None)
-        if kept is not None:
-            for problem, (points, dots) in zip(problems, kept, strict=True):
-                self._dots_out[problem.index] = (problem.rows, points, dots)
+            np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time)
         return _models_from_chunk(problems, rows, offsets, signs, alpha, stats, self._bias_rule != "none")
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:

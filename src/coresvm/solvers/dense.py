@@ -46,7 +46,6 @@ import time
 
 import numpy as np
 from numba import njit
-from numba.typed import List
 
 from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
@@ -585,17 +584,13 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
 
 @njit(cache=True, nogil=True)  # a whole decomposition (or a worker's share of it) without the GIL
 def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, degree, bias, lam, second_rule, gmdm_k,
-                          eta, tol, max_iter, max_time, init_idx, init_alpha, init_offsets, batch_size, n_init, seeds,
-                          old_points, point_offsets, old_dots, dot_offsets, keep_dots):
+                          eta, tol, max_iter, max_time, init_idx, init_alpha, init_offsets, batch_size, n_init, seeds):
     """:func:`solve_rows_dense` on many sub-problems, one after the other, in one compiled call.
 
     Sub-problem ``k`` is ``rows[offsets[k]:offsets[k + 1]]`` (with those entries of ``signs`` and ``C``), its warm
     start ``init_idx/init_alpha[init_offsets[k]:init_offsets[k + 1]]`` (empty: the balanced random start of
-    ``seeds[k]``), its kept inner products ``old_points[point_offsets[k]:point_offsets[k + 1]]`` and
-    ``old_dots[dot_offsets[k]:dot_offsets[k + 1]]`` (flattened rows of all the problem's columns).  Each gets an
-    equal share of the time still left (``max_time`` for all).  Returns the weights of every row (concatenated as
-    ``rows``), one row of statistics per sub-problem (columns ``STAT_*``) and, with ``keep_dots``, each
-    sub-problem's kept points and inner products (lists; empty otherwise).
+    ``seeds[k]``).  Each gets an equal share of the time still left (``max_time`` for all).  Returns the weights of
+    every row (concatenated as ``rows``) and one row of statistics per sub-problem (columns ``STAT_*``).
 
     Letter's 325 one-vs-one pairs of about 80 points take 20-40 ms to solve; the Python around one
     :func:`run_dense_rows` call per pair (arguments, the result record) cost about as much again.
@@ -603,20 +598,17 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
     n_problems = offsets.shape[0] - 1
     alpha_all = np.zeros(rows.shape[0])
     stats = np.zeros((n_problems, 8))
-    kept_points = List()
-    kept_dots = List()
+    no_points = np.empty(0, dtype=np.int64)
+    no_dots = np.empty((0, 0))
     t_start = _now()
     for k in range(n_problems):
         first, last = offsets[k], offsets[k + 1]
-        points = old_points[point_offsets[k]:point_offsets[k + 1]]
-        dots = old_dots[dot_offsets[k]:dot_offsets[k + 1]].reshape((points.shape[0], (last - first) * (
-            points.shape[0] > 0)))
         share = max((max_time - (_now() - t_start)) / (n_problems - k), 1e-3)
         started = _now()
-        alpha, steps, gap, scale, status, n2, n_rows, rounds, new_dots, new_points = solve_rows_dense(
+        alpha, steps, gap, scale, status, n2, n_rows, rounds, _, _ = solve_rows_dense(
             X_all, rows[first:last], signs[first:last], C[first:last], kind, gamma, coef0, degree, bias, lam,
             second_rule, gmdm_k, eta, tol, max_iter, share, init_idx[init_offsets[k]:init_offsets[k + 1]],
-            init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], dots, points, keep_dots)
+            init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points, False)
         alpha_all[first:last] = alpha
         stats[k, STAT_STEPS] = steps
         stats[k, STAT_GAP] = gap
@@ -626,33 +618,24 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
         stats[k, STAT_ROWS] = n_rows
         stats[k, STAT_ROUNDS] = rounds
         stats[k, STAT_TIME] = _now() - started
-        if keep_dots:
-            kept_points.append(new_points)
-            kept_dots.append(new_dots)
-    return alpha_all, stats, kept_points, kept_dots
+    return alpha_all, stats
 
 
 def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndarray, C: np.ndarray,
                         kernel: KernelSpec, bias: bool, lam: float, options: SolverOptions, seeds: np.ndarray,
-                        init_idx: np.ndarray, init_alpha: np.ndarray, init_offsets: np.ndarray, max_time: float,
-                        dot_rows: list[tuple] | None = None, keep_dots: bool = False) -> tuple:
+                        init_idx: np.ndarray, init_alpha: np.ndarray, init_offsets: np.ndarray,
+                        max_time: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`run_dense_rows` for many sub-problems at once (:func:`solve_many_rows_dense`); ``options.seed`` and
     ``options.max_time`` are replaced by ``seeds`` (one per sub-problem) and ``max_time`` (for all).
-    ``dot_rows[k]`` and ``keep_dots``: sub-problem ``k``'s kept inner products, as :func:`run_dense_rows` takes
-    and returns them.
 
-    Returns (the weights of every row, the per-problem statistics, the kept ``(points, dots)`` per sub-problem
-    or None).  Every sub-problem must fit the budget.
+    Returns (the weights of every row, the per-problem statistics).  Every sub-problem must fit the budget.
     """
     sizes = np.diff(offsets)
     if len(sizes) and not fits_dense(int(sizes.max()), options.cache_bytes):
         raise ValueError(f"a sub-problem of {int(sizes.max())} points does not fit the budget (cache_size)")
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
-    dot_rows = dot_rows or [NO_DOT_ROWS] * len(sizes)
-    point_offsets = np.cumsum([0] + [len(points) for points, _ in dot_rows])
-    dot_offsets = np.cumsum([0] + [dots.size for _, dots in dot_rows])
-    alpha, stats, kept_points, kept_dots = solve_many_rows_dense(
+    return solve_many_rows_dense(
         np.ascontiguousarray(X), np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(offsets, np.int64),
         np.ascontiguousarray(signs), np.ascontiguousarray(C, dtype=np.float64),
         np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), 1.0 if bias else 0.0,
@@ -660,9 +643,4 @@ def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndar
         float(options.eta), float(options.tol), np.int64(options.max_iter), float(max_time),
         np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
         np.ascontiguousarray(init_offsets, dtype=np.int64), np.int64(BATCH), np.int64(options.n_init),
-        np.ascontiguousarray(seeds, dtype=np.uint32),
-        np.concatenate([np.asarray(points, dtype=np.int64) for points, _ in dot_rows]), point_offsets.astype(np.int64),
-        np.concatenate([np.asarray(dots, dtype=np.float64).ravel() for _, dots in dot_rows]),
-        dot_offsets.astype(np.int64), bool(keep_dots))
-    kept = list(zip(kept_points, kept_dots, strict=True)) if keep_dots else None
-    return alpha, stats, kept
+        np.ascontiguousarray(seeds, dtype=np.uint32))
