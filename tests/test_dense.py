@@ -213,13 +213,20 @@ def test_a_failing_pair_stops_the_other_workers(digits, monkeypatch, path):
 def test_pairs_solved_in_chunks_are_the_pairs_solved_one_by_one(digits, monkeypatch, n_jobs):
     """One compiled call per chunk of pairs (CoreSVC._solve_chunk) gives exactly the model of one call per pair,
     cold and warm-started, for any n_jobs; the per-pair path is what it is checked against."""
+    import coresvm.svc as svc_module
+
     X, y = digits
     X, y = X[:700], y[:700]
+    # warm fits keeping inner products solve pair by pair: keep none, so that warm fits take the chunks too
+    monkeypatch.setattr(svc_module, "DOT_REUSE_MIN_FEATURES", 10**9)
+    chunk_calls = []
+    real_chunk = CoreSVC._solve_chunk
+    monkeypatch.setattr(CoreSVC, "_solve_chunk", lambda self, *args: chunk_calls.append(1) or real_chunk(self, *args))
 
     def fit(chunks: bool, start=None, C=16.0):
         with monkeypatch.context() as patch:
             if not chunks:
-                patch.setattr(CoreSVC, "_solves_in_chunks", lambda self, X, problems: False)
+                patch.setattr(CoreSVC, "_solves_in_chunks", lambda self, X, problems, n_jobs: False)
             model = copy.deepcopy(start) if start is not None else CoreSVC(gamma=0.02, warm_start=True,
                                                                            n_jobs=n_jobs, random_state=0)
             return model.set_params(C=C).fit(X, y)
@@ -232,6 +239,51 @@ def test_pairs_solved_in_chunks_are_the_pairs_solved_one_by_one(digits, monkeypa
         for a, b in zip(one_by_one.solver_info_, chunked.solver_info_, strict=True):
             assert {k: v for k, v in a.items() if k != "time"} == {k: v for k, v in b.items() if k != "time"}
     assert warm[1].warm_started_ and all(info["warm_start"] for info in warm[1].solver_info_)
+    assert len(chunk_calls) >= 2  # the cold and the warm chunked fits took the chunks
+
+
+def test_chunks_are_bounded_in_size_and_give_the_same_model(digits, monkeypatch):
+    """Chunks hold at most about CHUNK_COST squared points (KeyboardInterrupt and max_time act between compiled
+    calls); the cut changes nothing in the model."""
+    import coresvm.svc as svc_module
+
+    X, y = digits
+    X, y = X[:500], y[:500]
+    calls = []
+    real_chunk = CoreSVC._solve_chunk
+    monkeypatch.setattr(CoreSVC, "_solve_chunk", lambda self, X, chunk, t: calls.append(len(chunk)) or real_chunk(
+        self, X, chunk, t))
+    whole = CoreSVC(C=16, gamma=0.02, random_state=0).fit(X, y)
+    assert calls == [45]
+    calls.clear()
+    monkeypatch.setattr(svc_module, "CHUNK_COST", 1)
+    cut = CoreSVC(C=16, gamma=0.02, random_state=0).fit(X, y)
+    assert calls == [1] * 45
+    np.testing.assert_array_equal(whole.dual_coef_, cut.dual_coef_)
+    np.testing.assert_array_equal(whole.intercept_, cut.intercept_)
+
+
+def test_models_from_a_chunk_with_empty_problems():
+    """A sub-problem without rows (its classes dropped by zero weights) gets an empty model, first, in the middle
+    or last."""
+    from coresvm.multiclass import SubProblem
+    from coresvm.solvers.dense import STAT_SQUARED_NORM
+    from coresvm.svc import _models_from_chunk
+
+    sizes = [0, 3, 0, 2, 0]
+    offsets = np.cumsum([0] + sizes)
+    rows = np.array([4, 7, 9, 1, 2])
+    signs = np.array([1, -1, 1, 1, -1], dtype=np.int8)
+    alpha = np.array([0.5, 0.0, 0.5, 0.25, 0.75])
+    stats = np.ones((5, 8))
+    stats[:, STAT_SQUARED_NORM] = 2.0
+    problems = [SubProblem(k, (k,), rows[offsets[k]:offsets[k + 1]], signs[offsets[k]:offsets[k + 1]],
+                           np.ones(sizes[k]), k) for k in range(5)]
+    models = _models_from_chunk(problems, rows, offsets, signs, alpha, stats, True)
+    assert [len(model.rows) for model in models] == [0, 2, 0, 2, 0]
+    np.testing.assert_array_equal(models[1].rows, [4, 9])
+    np.testing.assert_allclose(models[3].coef, [0.125, -0.375])
+    assert models[4].intercept == 0.0 and models[3].intercept == pytest.approx(-0.25)
 
 
 def test_chunks_share_the_time_budget():

@@ -134,8 +134,11 @@ def test_kernel_map_applies_the_reduction_to_every_row_block(monkeypatch, n_thre
 
     got = kernels.kernel_map(A, B, SPECS[spec_name], reduce, 2, n_threads=n_threads)
     K = sklearn_kernel(A, B, SPECS[spec_name])
-    np.testing.assert_allclose(got, np.column_stack((K[:, :4].sum(axis=1), K.max(axis=1))), rtol=1e-10, atol=1e-10)
+    expected = np.column_stack((K[:, :4].sum(axis=1), K.max(axis=1)))
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
     assert sum(blocks) == 203 and max(blocks) == 8
+    sparse = kernels.kernel_map(sp.csr_matrix(A), sp.csr_matrix(B), SPECS[spec_name], reduce, 2, n_threads=n_threads)
+    np.testing.assert_allclose(sparse, expected, rtol=1e-10, atol=1e-10)
 
 
 def test_kernel_product_rbf_far_points_use_the_direct_formula():

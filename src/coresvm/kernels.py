@@ -180,14 +180,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if n_b == 0:
         out[:] = 0.0
         return out
-    if sp.issparse(B):
-        if n_a < n_b and n_a * A.shape[1] * 8 <= DENSE_OPERAND_BYTES:
-            # Few rows against more sparse ones (candidates against a core set): densify the few and
-            # keep B sparse, so a product reads B's nonzeros once instead of copying B dense (and
-            # transposed) per call (CVM on w8a: ~12 -> ~3 ms per round of 59 candidates x 3,800 rows).
-            A = A.toarray() if sp.issparse(A) else A
-        elif n_b * B.shape[1] * 8 <= DENSE_OPERAND_BYTES:
-            B = B.toarray()
+    A, B = _product_operands(A, B)
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
@@ -214,6 +207,22 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     return out
 
 
+def _product_operands(A, B):
+    """Dense or sparse operands for a blocked product of ``A`` against a small ``B`` (support vectors, an active
+    set): a sparse ``B`` is made dense when that costs at most 64 MiB, which keeps sparse ``A`` sparse and makes
+    the product one sparse x dense call; when ``A`` has fewer rows than a sparse ``B``, ``A`` is made dense."""
+    n_a, n_b = A.shape[0], B.shape[0]
+    if sp.issparse(B):
+        if n_a < n_b and n_a * A.shape[1] * 8 <= DENSE_OPERAND_BYTES:
+            # Few rows against more sparse ones (candidates against a core set): densify the few and
+            # keep B sparse, so a product reads B's nonzeros once instead of copying B dense (and
+            # transposed) per call (CVM on w8a: ~12 -> ~3 ms per round of 59 candidates x 3,800 rows).
+            A = A.toarray() if sp.issparse(A) else A
+        elif n_b * B.shape[1] * 8 <= DENSE_OPERAND_BYTES:
+            B = B.toarray()
+    return A, B
+
+
 def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray], n_out: int, norms_a=None,
                norms_b=None, n_threads: int | None = None) -> np.ndarray:
     """``reduce(k(A_block, B))`` for cache-sized row blocks of dense ``A``, stacked: an ``(n_A, n_out)`` array.
@@ -226,6 +235,7 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
     out = np.empty((n_a, n_out))
     if n_a == 0:
         return out
+    A, B = _product_operands(A, B)
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b

@@ -106,6 +106,9 @@ DOT_REUSE_MIN_FEATURES = 64
 # With n_jobs workers, small sub-problems solved in compiled chunks (CoreSVC._solve_chunk) are cut into this many
 # chunks per worker, so that a worker whose chunk ran long does not leave the others idle at the end.
 CHUNKS_PER_WORKER = 4
+# At most about this many squared points (the sub-problems' kernel sizes) per compiled chunk: letter's 325 pairs
+# (about 2 million) stay one chunk, pairs of thousands of points get a chunk each.
+CHUNK_COST = 2**22
 NO_WARM_START = (np.empty(0, dtype=np.int64), np.empty(0))
 PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -b 1 uses 5 as well)
 
@@ -660,9 +663,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         path go to it in chunks, one compiled call per chunk (:meth:`_solve_chunk`).
         """
         n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
-        if self._solves_in_chunks(X, problems):
-            chunks = _contiguous_chunks([len(problem.rows) ** 2 for problem in problems],
-                                        1 if n_jobs == 1 else CHUNKS_PER_WORKER * n_jobs)
+        if self._solves_in_chunks(X, problems, n_jobs):
+            costs = [len(problem.rows) ** 2 for problem in problems]
+            # Several chunks per worker balance the workers; chunks of bounded size keep KeyboardInterrupt (which
+            # arrives between compiled calls) and max_time's sharing responsive on large pairs.
+            n_chunks = max(1 if n_jobs == 1 else CHUNKS_PER_WORKER * n_jobs, -(-sum(costs) // CHUNK_COST))
+            chunks = _contiguous_chunks(costs, n_chunks)
             budget = _TimeBudget(self.max_time, len(chunks), n_jobs)
             queue = _ProblemQueue([problems[start:stop] for start, stop in chunks])
             with single_threaded_blas():
@@ -698,11 +704,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         finally:
             numba.set_num_threads(previous)
 
-    def _solves_in_chunks(self, X, problems: list[SubProblem]) -> bool:
+    def _solves_in_chunks(self, X, problems: list[SubProblem], n_jobs: int) -> bool:
         """Whether every sub-problem takes the compiled small-problem path with nothing per problem to keep or
-        read in Python: no kept inner products in or out, no KKT bias (it needs each problem's rows)."""
+        read in Python: no kept inner products in or out (gathering every problem's into one call cost more
+        memory and time than it saved), no KKT bias (it needs each problem's rows); and, with one worker,
+        problems small enough to run on one BLAS thread (as pair by pair: ``ONE_THREAD_MAX_POINTS``)."""
         largest = max(len(problem.rows) for problem in problems)
         return (len(problems) > 1 and not self._dots_in and self._dots_out is None and self._bias_rule != "kkt"
+                and (n_jobs > 1 or largest <= ONE_THREAD_MAX_POINTS)
                 and self._small_problem_fast_path(X, largest, self._solver_options(largest, 0, np.inf)))
 
     def _solve_chunk(self, X, problems: list[SubProblem], max_time: float) -> list[BinaryModel]:
@@ -1050,9 +1059,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ``n_classes / 2`` times fewer multiply-adds than the whole matrix (letter: 25 of 325 pairs per SV).
         """
         n_classes = len(self.classes_)
-        if self._is_one_vs_rest or n_classes == 2 or not _grouped_by_class(self.n_support_, self._pair_coef):
+        n_support = getattr(self, "n_support_", None)
+        if self._is_one_vs_rest or n_classes == 2 or not _grouped_by_class(n_support, self._pair_coef):
             return kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef, norms_b=self._sv_norms)
-        bounds = np.concatenate(([0], np.cumsum(self.n_support_)))
+        bounds = np.concatenate(([0], np.cumsum(n_support)))
         columns = OneVsOneLayout.class_pairs(n_classes)
         members = [slice(bounds[c], bounds[c + 1]) for c in range(n_classes)]
         class_coef = [self._pair_coef[members[c], columns[c]] for c in range(n_classes)]
@@ -1215,9 +1225,8 @@ def _models_from_chunk(problems: list[SubProblem], rows, offsets, signs, alpha, 
     """The :class:`BinaryModel` of each problem of a chunk solved at once, as
     :meth:`BinaryModel.from_solution` builds it from one problem's result."""
     positive = alpha > 0
-    counts = np.add.reduceat(positive, offsets[:-1]) if len(rows) else np.zeros(len(problems), dtype=np.int64)
-    counts[np.diff(offsets) == 0] = 0
-    sv_offsets = np.concatenate(([0], np.cumsum(counts)))
+    sv_offsets = np.concatenate(([0], np.cumsum(positive)))[offsets]  # empty problems included
+    counts = np.diff(sv_offsets)
     sv_rows = rows[positive].astype(np.int64)
     sv_alpha = alpha[positive]
     rho = np.where(stats[:, STAT_SQUARED_NORM] > 0, stats[:, STAT_SQUARED_NORM], 1.0)
