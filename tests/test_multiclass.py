@@ -218,3 +218,21 @@ def test_class_by_class_decisions_equal_the_whole_coefficient_matrix(digits, ker
                            norms_b=model._sv_norms) + model.intercept_
     np.testing.assert_allclose(model._pair_decisions(X[400:]), whole,
                                rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("solver", ["coreset", "mnsvm"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_classes_whose_samples_all_have_zero_weight(solver, n_jobs):
+    """Two of four classes weighted out entirely: their pair has no rows and gets an empty model (no crash);
+    the other pairs train on what is left, and the dropped classes are never predicted."""
+    rng = np.random.RandomState(0)
+    y = np.repeat([0, 1, 2, 3], 20)
+    X = rng.randn(80, 3) + y[:, None]
+    weights = np.where(y >= 2, 0.0, 1.0)
+    model = CoreSVC(solver=solver, n_jobs=n_jobs, random_state=0).fit(X, y, sample_weight=weights)
+    np.testing.assert_array_equal(model.n_support_[2:], 0)
+    empty = model.solver_info_[-1]
+    assert empty["problem"] == (2, 3) and empty["n_active"] == 0 and empty["status"] == "converged"
+    predicted = model.predict(X)
+    assert set(predicted) <= {0, 1}
+    assert np.mean(predicted[y < 2] == y[y < 2]) > 0.8

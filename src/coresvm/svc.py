@@ -662,6 +662,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ``fit``), so the model is the same for every ``n_jobs``.  Small problems that all take the compiled
         path go to it in chunks, one compiled call per chunk (:meth:`_solve_chunk`).
         """
+        if any(len(problem.rows) == 0 for problem in problems):
+            # A pair of two classes whose samples all have zero weight: nothing to solve, a zero decision.
+            solved = iter(self._solve_problems(X, [problem for problem in problems if len(problem.rows)]))
+            return [next(solved) if len(problem.rows) else _empty_model(problem) for problem in problems]
         n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
         if self._solves_in_chunks(X, problems, n_jobs):
             costs = [len(problem.rows) ** 2 for problem in problems]
@@ -1219,6 +1223,13 @@ def _contiguous_chunks(costs: list[int], n_chunks: int) -> list[tuple[int, int]]
     cuts = np.searchsorted(bounds, bounds[-1] * np.arange(1, n_chunks) / n_chunks, side="right")
     edges = np.unique(np.concatenate(([0], cuts, [len(costs)])))
     return [(int(start), int(stop)) for start, stop in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _empty_model(problem: SubProblem) -> BinaryModel:
+    """The model of a sub-problem without rows: no support vectors, decision 0."""
+    info = {"iterations": 0, "gap": 0.0, "relative_gap": 0.0, "status": "converged", "time": 0.0, "n_active": 0,
+            "cache_hits": 0, "cache_misses": 0, "rho": 1.0, "problem": problem.label, "warm_start": False}
+    return BinaryModel(np.empty(0, dtype=np.int64), np.empty(0), 0.0, info, np.empty(0))
 
 
 def _models_from_chunk(problems: list[SubProblem], rows, offsets, signs, alpha, stats, bias: bool) -> list[BinaryModel]:
