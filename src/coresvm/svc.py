@@ -76,7 +76,7 @@ from .solvers.dense import (
     run_dense_rows,
     run_many_dense_rows,
 )
-from .solvers.driver import SolverOptions, run_engine
+from .solvers.driver import SolverOptions, SolverResult, run_engine, run_record
 from .solvers.engine import SECOND_VERTEX_RULES, STATUS_NAMES, print_progress
 from .solvers.geometric import STOPPING_RULES
 
@@ -1227,9 +1227,12 @@ def _contiguous_chunks(costs: list[int], n_chunks: int) -> list[tuple[int, int]]
 
 def _empty_model(problem: SubProblem) -> BinaryModel:
     """The model of a sub-problem without rows: no support vectors, decision 0."""
-    info = {"iterations": 0, "gap": 0.0, "relative_gap": 0.0, "status": "converged", "time": 0.0, "n_active": 0,
-            "cache_hits": 0, "cache_misses": 0, "rho": 1.0, "problem": problem.label, "warm_start": False}
-    return BinaryModel(np.empty(0, dtype=np.int64), np.empty(0), 0.0, info, np.empty(0))
+    nothing = np.empty(0, dtype=np.int64)
+    result = SolverResult(support=nothing, alpha=np.empty(0), n_iter=0, gap=0.0, rel_gap=0.0, status="converged",
+                          time=0.0)
+    model = BinaryModel.from_solution(nothing, result, np.empty(0), bias=True)
+    model.info.update(problem=problem.label, warm_start=False)
+    return model
 
 
 def _models_from_chunk(problems: list[SubProblem], rows, offsets, signs, alpha, stats, bias: bool) -> list[BinaryModel]:
@@ -1247,9 +1250,9 @@ def _models_from_chunk(problems: list[SubProblem], rows, offsets, signs, alpha, 
                   *(stats[:, column].tolist() for column in columns), strict=True)
     models = []
     for problem, first, last, rho_k, steps, gap, scale, status, n_rows, elapsed in records:
-        info = {"iterations": int(steps), "gap": gap, "relative_gap": gap / scale, "status": STATUS_NAMES[int(status)],
-                "time": elapsed, "n_active": last - first, "cache_hits": 0, "cache_misses": int(n_rows), "rho": rho_k,
-                "problem": problem.label, "warm_start": problem.init is not None}
+        info = run_record(int(steps), gap, gap / scale, STATUS_NAMES[int(status)], elapsed, last - first,
+                          cache_misses=int(n_rows))
+        info.update(rho=rho_k, problem=problem.label, warm_start=problem.init is not None)
         intercept = float(coef[first:last].sum()) if bias else 0.0
         models.append(BinaryModel(sv_rows[first:last], coef[first:last], intercept, info, sv_alpha[first:last]))
     return models

@@ -251,6 +251,13 @@ def _swap_columns(rows, n_rows, swapped_p, swapped_q, n_swaps):
 
 
 @njit(cache=True, nogil=True)
+def _is_idle(t, alpha, G, diag, lam, threshold):
+    """Whether working-set position ``t`` is idle: zero weight and no violation (score ``G - lam/2 diag`` at least
+    ``threshold``)."""
+    return alpha[t] <= 0.0 and G[t] - 0.5 * lam * diag[t] >= threshold
+
+
+@njit(cache=True, nogil=True)
 def _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, order, position, rows, new_dots):
     """Move the working-set points that are idle -- zero weight and no violation (score ``G - lam/2 diag`` at
     least ``threshold``) -- behind the others; returns the new ``n_w``.
@@ -270,9 +277,9 @@ def _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, ord
     back = n_w - 1
     keep_dots = new_dots.shape[0] > 0
     while True:
-        while front <= back and not (alpha[front] <= 0.0 and G[front] - 0.5 * lam * diag[front] >= threshold):
+        while front <= back and not _is_idle(front, alpha, G, diag, lam, threshold):
             front += 1
-        while back >= front and alpha[back] <= 0.0 and G[back] - 0.5 * lam * diag[back] >= threshold:
+        while back >= front and _is_idle(back, alpha, G, diag, lam, threshold):
             back -= 1
         if front >= back:
             break
@@ -417,8 +424,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         threshold = n2 - 0.5 * lam * D - 0.5 * tol * scale
         n_idle = 0
         for t in range(n_w):
-            if alpha[t] <= 0.0 and G[t] - 0.5 * lam * diag[t] >= threshold:
-                n_idle += 1
+            n_idle += _is_idle(t, alpha, G, diag, lam, threshold)
         if n_idle >= max(batch_size, n_w // IDLE_SHARE):
             n_w = _drop_idle(n_w, threshold, lam, X, norms, y, inv_c, diag, alpha, G, order, position, rows, new_dots)
         new = _worst_outside(G, diag, lam, n_w, threshold, max(batch_size, n_w // GROWTH))
@@ -557,16 +563,12 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
         )
     if init_idx is None:  # drawn in the compiled call (balanced_start)
         init_idx, init_alpha = np.empty(0, dtype=np.int64), np.empty(0)
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
     start = time.perf_counter()
     old_points, old_dots = dot_rows
     alpha, steps, gap, scale, status, n2, n_rows, rounds, new_dots, new_points = solve_rows_dense(
-        np.ascontiguousarray(X), rows, signs, np.asarray(C, dtype=np.float64),
-        np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), 1.0 if bias else 0.0,
-        float(lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
-        float(options.eta), float(options.tol), np.int64(options.max_iter), float(options.max_time),
-        np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
+        _compiled_X(X), rows, signs, np.asarray(C, dtype=np.float64), *_compiled_settings(kernel, bias, lam, options),
+        float(options.max_time), np.ascontiguousarray(init_idx, dtype=np.int64),
+        np.ascontiguousarray(init_alpha, dtype=np.float64),
         np.int64(BATCH), np.int64(options.n_init), np.uint32(options.seed % 2**32),
         np.ascontiguousarray(old_dots, dtype=np.float64), np.ascontiguousarray(old_points, dtype=np.int64),
         bool(keep_dots),
@@ -575,6 +577,19 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     support = np.flatnonzero(alpha > 0)
     return _result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
                    rounds=int(rounds), cache_bytes=int(n_rows) * n_points * 8, dot_rows=(new_points, new_dots))
+
+
+def _compiled_X(X) -> np.ndarray:
+    """``X`` as the compiled solvers read it: C-contiguous float32 or float64."""
+    return np.ascontiguousarray(X if X.dtype in (np.float32, np.float64) else X.astype(np.float64))
+
+
+def _compiled_settings(kernel: KernelSpec, bias: bool, lam: float, options: SolverOptions) -> tuple:
+    """The kernel, bias, ``lam`` and solver settings as :func:`solve_rows_dense` and :func:`solve_many_rows_dense`
+    take them, in their order: kind, gamma, coef0, degree, bias, lam, second rule, gmdm_k, eta, tol, max_iter."""
+    return (np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree),
+            1.0 if bias else 0.0, float(lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]),
+            float(options.gmdm_k), float(options.eta), float(options.tol), np.int64(options.max_iter))
 
 
 # Columns of the per-problem statistics returned by solve_many_rows_dense.
@@ -633,14 +648,10 @@ def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndar
     sizes = np.diff(offsets)
     if len(sizes) and not fits_dense(int(sizes.max()), options.cache_bytes):
         raise ValueError(f"a sub-problem of {int(sizes.max())} points does not fit the budget (cache_size)")
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
     return solve_many_rows_dense(
-        np.ascontiguousarray(X), np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(offsets, np.int64),
+        _compiled_X(X), np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(offsets, np.int64),
         np.ascontiguousarray(signs), np.ascontiguousarray(C, dtype=np.float64),
-        np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), 1.0 if bias else 0.0,
-        float(lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
-        float(options.eta), float(options.tol), np.int64(options.max_iter), float(max_time),
+        *_compiled_settings(kernel, bias, lam, options), float(max_time),
         np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
         np.ascontiguousarray(init_offsets, dtype=np.int64), np.int64(BATCH), np.int64(options.n_init),
         np.ascontiguousarray(seeds, dtype=np.uint32))

@@ -92,17 +92,25 @@ class SolverResult:
     dot_rows: tuple = ()  # solvers/dense.py with keep_dots: (points, their inner products) for the next warm fit
 
     def as_record(self) -> dict:
-        return {
-            "iterations": self.n_iter,
-            "gap": self.gap,
-            "relative_gap": self.rel_gap,
-            "status": self.status,
-            "time": self.time,
-            "n_active": int(self.support.shape[0]),
-            "cache_hits": self.cache_hits,
-            "cache_misses": self.cache_misses,
-            **({"eps": self.eps} if self.eps is not None else {}),
-        }
+        return run_record(self.n_iter, self.gap, self.rel_gap, self.status, self.time, int(self.support.shape[0]),
+                          self.cache_hits, self.cache_misses, self.eps)
+
+
+def run_record(n_iter: int, gap: float, rel_gap: float, status: str, time: float, n_active: int,
+               cache_hits: int = 0, cache_misses: int = 0, eps: float | None = None) -> dict:
+    """The record of a run that fitted models keep (``solver_info_``): :meth:`SolverResult.as_record`, also
+    built directly from arrays when many sub-problems are solved in one call."""
+    return {
+        "iterations": n_iter,
+        "gap": gap,
+        "relative_gap": rel_gap,
+        "status": status,
+        "time": time,
+        "n_active": n_active,
+        "cache_hits": cache_hits,
+        "cache_misses": cache_misses,
+        **({"eps": eps} if eps is not None else {}),
+    }
 
 
 def balanced_initial_points(y: np.ndarray, n_init: int, rng: np.random.RandomState) -> np.ndarray:
