@@ -386,3 +386,36 @@ def test_a_warm_start_whose_support_mostly_leaves_reaches_the_exact_optimum():
     warm = run_dense(large, options, start.support, start.alpha)
     assert len(start.support) > 2 * len(warm.support)
     assert_reaches_exact_optimum(large, warm, f_star, Q)
+
+
+def test_kept_kernel_rows_give_the_same_solution_without_computing_a_row():
+    """run_dense_rows with an earlier fit's kept rows (same problem, another C) reaches the same optimum as a warm
+    start that computes its rows, computing none of the kept working set's; bad kept rows are refused."""
+    from coresvm.kernels import KernelSpec
+    from coresvm.solvers.dense import run_dense_rows
+    from coresvm.solvers.driver import SolverOptions
+
+    rng = np.random.RandomState(0)
+    X = rng.rand(300, 5)
+    y = np.where(X[:, 0] + 0.3 * rng.randn(300) > 0.5, 1, -1).astype(np.int8)
+    rows, spec, options = np.arange(300), KernelSpec("rbf", 2.0, 0.0, 3), SolverOptions(tol=1e-5)
+
+    def fit(C, start=None, **kwargs):
+        return run_dense_rows(X, rows, y, np.full(300, C), spec, True, 0.0, options,
+                              *(start or (None, None)), **kwargs)
+
+    first = fit(1.0, keep_rows=True)
+    buffer, order, inv_c, written = first.kernel_rows
+    assert buffer.shape == (300, 300) and sorted(order) == list(range(300)) and written >= len(inv_c)
+    for C in (4.0, 0.25):
+        again = fit(1.0, keep_rows=True)
+        kept = fit(C, (again.support, again.alpha), kernel_rows=again.kernel_rows[:3], keep_rows=True)
+        computed = fit(C, (again.support, again.alpha))
+        assert kept.cache_misses < computed.cache_misses and kept.kernel_rows[0] is again.kernel_rows[0]
+        np.testing.assert_allclose(kept.squared_norm, computed.squared_norm, rtol=1e-4)
+        assert kept.rel_gap <= 1e-5
+    with pytest.raises(ValueError, match="do not fit"):
+        fit(1.0, kernel_rows=(np.empty((5, 5)), np.arange(5), np.ones(2)))
+    again = fit(1.0, keep_rows=True)
+    with pytest.raises(ValueError, match="keep_dots"):
+        fit(1.0, kernel_rows=again.kernel_rows[:3], keep_dots=True)

@@ -527,3 +527,61 @@ def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(
                            warm_start=False).fit(X, y)
     assert warm.cv_results_["params"] == cold.cv_results_["params"]
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)
+
+
+def test_warm_search_starts_each_fit_from_the_nearest_model_and_passes_kept_kernel_rows(monkeypatch):
+    """Per (point, split), a coresvm fit starts from the nearest fitted model of its split: a cross around C0
+    fits C0 / 4 and C0 * 4 both from C0 (not one from the other), and one fit at the centre's gamma takes over
+    its kept kernel rows.  Scores are the cold search's (within the solver's tolerance)."""
+    from sklearn.datasets import load_digits
+
+    import coresvm.svc as svc_module
+    from coresvm import CoreSVC
+
+    X, y = load_digits(n_class=2, return_X_y=True)
+    X = X / 16.0
+    starts, kept_rows = [], []
+    real_fit, real_solver = CoreSVC.fit, svc_module.run_dense_rows
+
+    def recording_fit(self, X, y, sample_weight=None):
+        starts.append((getattr(self, "_test_fitted", None), (self.C, self.gamma)))  # copies carry _test_fitted
+        real_fit(self, X, y, sample_weight)
+        self._test_fitted = (self.C, self.gamma)
+        return self
+
+    def spy(*args, **kwargs):
+        kept_rows.append(len(args[12][1]) if len(args) > 12 else 0)
+        return real_solver(*args, **kwargs)
+
+    monkeypatch.setattr(CoreSVC, "fit", recording_fit)
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    grid = {"C": [0.25, 1.0, 4.0], "gamma": [0.01, 0.04, 0.16]}
+    warm = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False).fit(X, y)
+    monkeypatch.setattr(CoreSVC, "fit", real_fit)
+    monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
+    assert warm.n_warm_fits_ == warm.n_fits_ - 1
+    centre = (1.0, 0.04)
+    along_c = [start for start, (C, gamma) in starts if gamma == centre[1] and C != centre[0]]
+    assert len(along_c) == 6 and all(start == centre for start in along_c)  # C = 0.25 and 4 on three splits
+    assert sum(n > 0 for n in kept_rows) >= 3  # one fit per split took over the centre's rows
+    cold = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False,
+                           warm_start=False).fit(X, y)
+    assert warm.cv_results_["params"] == cold.cv_results_["params"]
+    np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)
+
+
+def test_kept_kernel_rows_of_all_kept_models_stay_within_cache_size():
+    from types import SimpleNamespace
+
+    from coresvm import CoreSVC
+    from coresvm.model_selection import _CandidateEvaluator
+
+    evaluator = _CandidateEvaluator(None, None, None, [], CoreSVC(cache_size=1), ("C", "warm_start"), None, None,
+                                    {}, None)
+    models = [SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=400_000)) for _ in range(4)]
+    for k, model in enumerate(models):
+        evaluator._keep(0, f"point {k}", {"C": k}, model)
+    assert [model._kernel_rows is not None for model in models] == [False, False, True, True]  # 1 MiB: two fit
+    big = SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=2**21))
+    evaluator._keep(0, "big", {"C": 9}, big)
+    assert big._kernel_rows is None and models[3]._kernel_rows is None  # larger than the budget alone: not kept

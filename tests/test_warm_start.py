@@ -212,3 +212,65 @@ def test_fitting_a_shallow_copy_leaves_the_original_model_intact(digits, solver)
     for name, value in arrays.items():
         np.testing.assert_array_equal(getattr(kept, name), value, err_msg=name)
     np.testing.assert_array_equal(kept.decision_function(X), decisions)
+
+
+def test_warm_fit_at_the_same_kernel_takes_over_the_kept_kernel_rows(digits):
+    """A binary warm fit keeps its working set's kernel rows; the next fit at the same gamma (another C) starts
+    from them -- no kernel row of its start computed -- takes them over (the old model keeps none), and reaches
+    the cold optimum.  At another gamma they are not used."""
+    X, y = digits
+    X, y = X[y < 2], y[y < 2]
+    params = dict(tol=1e-4, max_iter=10**6, random_state=0)
+    warm = CoreSVC(C=1, gamma=0.05, warm_start=True, **params).fit(X, y)
+    holder = warm._kernel_rows
+    (rows, signs, buffer, order, inv_c, written), = holder.entries.values()
+    assert buffer.shape == (len(y), len(y)) and len(inv_c) <= written <= len(y)
+    assert holder.nbytes == buffer.nbytes <= warm.cache_size * 2**20
+    warm.set_params(C=30).fit(X.copy(), y)  # an equal copy: the search's folds are new arrays
+    assert warm.warm_started_ and warm.solver_info_[0]["cache_misses"] < len(inv_c) // 4
+    assert holder.entries == {}  # handed over once
+    (_, _, new_buffer, *_), = warm._kernel_rows.entries.values()
+    assert new_buffer is buffer  # the same buffer, written by the new fit
+    cold = CoreSVC(C=30, gamma=0.05, **params).fit(X, y)
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+    np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
+    warm.set_params(gamma=0.2).fit(X, y)  # another kernel: rows computed afresh
+    assert warm.solver_info_[0]["cache_misses"] > 0
+    cold = CoreSVC(C=30, gamma=0.2, **params).fit(X, y)
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+
+
+def test_kept_kernel_rows_are_not_used_after_X_changed_and_not_copied(digits, tmp_path):
+    import copy
+    import pickle
+
+    X, y = digits
+    X, y = X[y < 2], y[y < 2]
+    model = CoreSVC(C=1, gamma=0.05, warm_start=True, tol=1e-4, random_state=0).fit(X, y)
+    assert model._kernel_rows.nbytes > 0
+    for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert other._kernel_rows.entries == {} and model._kernel_rows.entries
+    model.save(tmp_path / "model.csvm")
+    assert getattr(CoreSVC.load(tmp_path / "model.csvm"), "_kernel_rows", None) is None
+    changed = X.copy()
+    others = np.setdiff1d(np.arange(len(y)), model.support_)
+    changed[others] = changed[others][::-1]  # not the support vectors: the warm start is still valid
+    model.set_params(C=30).fit(changed, y)
+    assert model.warm_started_ and model.solver_info_[0]["cache_misses"] > 0
+    cold = CoreSVC(C=30, gamma=0.05, tol=1e-4, random_state=0).fit(changed, y)
+    np.testing.assert_allclose(_margins(model), _margins(cold), rtol=1e-4)
+    assert CoreSVC(C=1, gamma=0.05, random_state=0).fit(X, y)._kernel_rows is None  # cold fits keep none
+
+
+def test_a_warm_start_at_another_kernel_starts_large_problems_from_their_heavy_support_vectors():
+    rows = np.arange(10, dtype=np.int64)
+    old_rows = np.array([1, 3, 5, 7, 2, 4], dtype=np.int64)
+    old_alpha = np.array([0.1, 0.5, 0.3, 0.1, 0.9, 0.1])
+    offsets = np.array([0, 4, 6], dtype=np.int64)
+    problem_rows, problem_offsets = np.concatenate([rows, rows]), np.array([0, 10, 20], dtype=np.int64)
+    positions, alpha, out = svc_module._warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha,
+                                                             offsets, np.array([True, False]))
+    # problem 0: mean weight 0.25 keeps rows 3 and 5; problem 1 keeps all
+    np.testing.assert_array_equal(positions, [3, 5, 2, 4])
+    np.testing.assert_array_equal(alpha, [0.5, 0.3, 0.9, 0.1])
+    np.testing.assert_array_equal(out, [0, 2, 4])

@@ -508,18 +508,25 @@ class _CandidateEvaluator:
     """``evaluate_candidates`` of ``PatternSearchCV``: cross-validates a batch of parameter sets
     on the fixed splits and returns all results so far, formatted as ``cv_results_``.
 
-    Cold: one job per (point, split), on a fresh clone. Warm: one job per (split, all parameters
-    but C), fitting its C values in increasing order on one estimator with warm_start=True.
-    Its first fit continues from, in this order of preference:
+    Cold: one job per (point, split), on a fresh clone.
 
-    1. the model this (split, group) fitted last (same rows, same gamma: only C changes);
-    2. for coresvm's estimators, the model of the same split nearest in grid index distance
-       (another gamma: the old dual is a feasible start and its support set is close);
-    3. for coresvm's estimators, the nearest model of another split, restricted to the rows
-       both splits train on (gsvm's support-vector reuse across folds). To make this possible
-       the very first fit of a search (centre point, split 0) runs alone, before the others.
+    Warm, coresvm's estimators (their dual is a feasible start at any C, gamma and rows): one job per
+    (point, split) too, each continuing from the fitted model nearest to it when the batch starts
+    (``self.warm_models`` keeps every fitted model), in this order of preference:
 
-    Otherwise it starts cold. One model per (split, group) is kept (``self.warm_models``).
+    1. a model of the same split, nearest in grid index distance (ties: fewer steps off the C axis).
+       At the same gamma the fit also takes over the model's kept kernel rows (only C changes);
+       at another gamma the old dual is still a feasible start and its support set is close;
+    2. the nearest model of another split, restricted to the rows both splits train on (gsvm's
+       support-vector reuse across folds). To make this possible the very first fit of a search
+       (the first candidate, a pattern's centre, on split 0) runs alone, before the others.
+
+    A pattern's cross around C0 fits C0 / 4^s and C0 * 4^s: each starts from the centre, s steps away
+    (one chain through both in increasing C would move 2s from the first to the second).
+
+    Warm, other estimators with ``warm_start``: one job per (split, all parameters but C), fitting its
+    C values in increasing order on one estimator, continuing from the model this (split, group)
+    fitted last (``self.warm_models[(split, group key)]``); otherwise cold.
     """
 
     def __init__(self, search, X, y, splits, base_estimator, warm_keys, parallel, thread_limit,
@@ -532,19 +539,22 @@ class _CandidateEvaluator:
         self.transfer = warm_keys is not None and _movable(base_estimator)
         self.all_params: list[dict] = []
         self.all_out: list[dict] = []
-        self.warm_models: dict = {}  # (split, group key) -> (params of its last fit, model)
+        # transfer: (split, point key) -> (params, model); else (split, group key) -> (params of its last fit, model)
+        self.warm_models: dict = {}
         self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
+        self.rows_budget = int(getattr(base_estimator, "cache_size", 0) * 2**20)  # kept kernel rows, all models
         self.results: dict = {}
         self.n_fits = 0
         self.n_warm_fits = 0
         self._row_positions: dict[int, np.ndarray] = {}
 
-    def _jobs(self, candidates):
-        """(output positions, split index, group key, parameter list) per job."""
+    def _jobs(self, candidates, done=frozenset()):
+        """(output positions, split index, group or point key, parameter list) per job, leaving out the output
+        positions in ``done``."""
         n_splits = len(self.splits)
-        if self.warm_keys is None:
-            return [([c * n_splits + s], s, None, [params])
-                    for c, params in enumerate(candidates) for s in range(n_splits)]
+        if self.warm_keys is None or self.transfer:
+            return [([c * n_splits + s], s, self._point_key(params) if self.transfer else None, [params])
+                    for c, params in enumerate(candidates) for s in range(n_splits) if c * n_splits + s not in done]
         c_axis, _ = self.warm_keys
         groups: dict[str, list[int]] = {}
         for c, params in enumerate(candidates):
@@ -555,6 +565,20 @@ class _CandidateEvaluator:
                 members = sorted(members, key=lambda c: candidates[c][c_axis])
                 jobs.append(([c * n_splits + s for c in members], s, key, [candidates[c] for c in members]))
         return jobs
+
+    @staticmethod
+    def _point_key(params) -> str:
+        return repr(sorted(params.items()))
+
+    def _preference(self, split, first_params):
+        """Sort key of the kept models as starts of a fit at ``first_params`` on ``split``: same split first, then
+        the nearest in grid index distance, then the fewest steps off the C axis."""
+        def preference(item):
+            (other_split, _), (params, _) = item
+            other, along_c = self._grid_distance(params, first_params)
+            return (other_split != split, other + along_c, other)
+
+        return preference
 
     def _group_key(self, params) -> str:
         return repr(sorted((k, v) for k, v in params.items() if k != self.warm_keys[0]))
@@ -587,33 +611,50 @@ class _CandidateEvaluator:
         return start
 
     def _keep(self, split, key, params, model) -> None:
-        """Keep a job's last model as the start of its group's next batch; its inner products (coresvm's
-        ``_dot_rows``, the same for every gamma and C of a fold) are kept once per fold, the latest (it carries
-        forward the rows it used): one copy per fold, not one per (fold, gamma) model."""
+        """Keep a job's last model as a start for later fits; its inner products (coresvm's ``_dot_rows``, the
+        same for every gamma and C of a fold) are kept once per fold, the latest per sub-problem (a fit carries
+        forward the rows it used): one copy per fold, not one per model.  Kept kernel rows (coresvm's
+        ``_kernel_rows``) of all models together stay within the estimator's ``cache_size``: the oldest models' are
+        dropped first."""
+        self.warm_models.pop((split, key), None)  # re-inserted last: dicts keep insertion order
         self.warm_models[(split, key)] = (params, model)
         rows = getattr(model, "_dot_rows", None)
         if rows is not None:
+            older = self.dot_rows.get(split)
+            if older is not None and older.holds(rows.X):  # the latest per sub-problem (a fit that took kept
+                rows.rows = {**older.rows, **rows.rows}  # kernel rows computed no inner products for it)
             self.dot_rows[split] = rows
             model._dot_rows = None
+        holders = [m for _, m in self.warm_models.values() if getattr(m, "_kernel_rows", None) is not None]
+        total = sum(m._kernel_rows.nbytes for m in holders)
+        for old in holders[:-1]:
+            if total <= self.rows_budget:
+                break
+            total -= old._kernel_rows.nbytes
+            old._kernel_rows = None
+        if total > self.rows_budget:
+            model._kernel_rows = None
 
     def _nearest_start(self, split, key, first_params):
         if key is None:
             return clone(self.base_estimator)
-        if (split, key) in self.warm_models:
-            return self.warm_models[(split, key)][1]
-        if self.transfer and self.warm_models:
-            def preference(item):
-                (other_split, _), (params, _) = item
-                other, along_c = self._grid_distance(params, first_params)
-                return (other_split != split, other + along_c, other)
-
-            (other_split, _), (_, model) = min(self.warm_models.items(), key=preference)
-            if other_split == split:
-                # A shallow copy: a fit rebinds its fitted attributes and never writes into the old arrays, so
-                # the kept model is unchanged (a deep copy of a letter model, 325 pairs' records: ~5 ms).
-                return copy.copy(model)
+        if not self.transfer:
+            if (split, key) in self.warm_models:
+                return self.warm_models.pop((split, key))[1]  # refitted by the job, kept again after it
+            return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
+        if not self.warm_models:
+            return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
+        (other_split, _), (params, model) = min(self.warm_models.items(), key=self._preference(split, first_params))
+        if other_split != split:
             return model._moved_to_rows(self._rows_of_split(split)[self.splits[other_split][0]])
-        return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
+        # A shallow copy: a fit rebinds its fitted attributes and never writes into the old arrays, so the kept
+        # model is unchanged (a deep copy of a letter model, 325 pairs' records: ~5 ms).  Kept kernel rows are
+        # written by the next fit: they go to the first fit at the same kernel, the model keeps none.
+        start = copy.copy(model)
+        start._kernel_rows = None
+        if self._grid_distance(params, first_params)[0] == 0:
+            start._kernel_rows, model._kernel_rows = getattr(model, "_kernel_rows", None), None
+        return start
 
     def refit_estimator(self, best_params: dict):
         """The estimator to refit on all rows: for coresvm's estimators, warm-started from the fold
@@ -637,7 +678,7 @@ class _CandidateEvaluator:
                                                                                     strict=True):
             for position, output in zip(positions, outputs, strict=True):
                 out[position] = output
-            if key is not None:
+            if key is not None and outputs[-1]["fit_error"] is None:
                 self._keep(split, key, parameter_list[-1], model)
             self.n_fits += len(outputs)
             self.n_warm_fits += n_warm
@@ -647,14 +688,20 @@ class _CandidateEvaluator:
         candidates = list(candidate_params)
         n_splits = len(self.splits)
         out: list[dict | None] = [None] * (len(candidates) * n_splits)
-        jobs = self._jobs(candidates)
-        if self.transfer and not self.warm_models and jobs:
-            # The search's first fit runs alone, so that every other job can start from it.
-            positions, split, key, parameter_list = jobs[0]
-            self._run([(positions[:1], split, key, parameter_list[:1])], out)
-            jobs[0] = (positions[1:], split, key, parameter_list[1:])
-            jobs = [job for job in jobs if job[3]]
-        self._run(jobs, out)
+        done: set[int] = set()
+        if self.transfer and candidates:
+            # The search's first fit (the first candidate: a pattern's centre, nearest to the others) runs alone,
+            # on the first split, so that every other job can start from it; then its fits on the other splits, so
+            # that each split's other jobs start from a model of their own split (with its kept rows).
+            key = self._point_key(candidates[0])
+            if not self.warm_models:
+                self._run([([0], 0, key, [candidates[0]])], out)
+                done.add(0)
+            fitted_splits = {split for split, _ in self.warm_models}
+            first_fits = [([s], s, key, [candidates[0]]) for s in range(n_splits) if s not in fitted_splits | done]
+            self._run(first_fits, out)
+            done.update(positions[0] for positions, *_ in first_fits)
+        self._run(self._jobs(candidates, frozenset(done)), out)
 
         _warn_or_raise_about_fit_failures(out, self.search.error_score)
         if callable(self.search.scoring):

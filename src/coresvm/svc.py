@@ -65,6 +65,7 @@ from .problem import SimplexProblem, kkt_bias, take_rows
 from .solvers.core_set import core_set_capacity
 from .solvers.dense import (
     NO_DOT_ROWS,
+    NO_KERNEL_ROWS,
     STAT_GAP,
     STAT_ROWS,
     STAT_SCALE,
@@ -103,6 +104,9 @@ SMALL_PROBLEM_FAST_PATH = True
 # warm fit on the same X (solvers/dense.py) when X has at least this many features: reading a kept row costs
 # about as much as computing 16 features' products (0.05-0.1 us vs 0.19 us per 77-point row of letter).
 DOT_REUSE_MIN_FEATURES = 64
+# A warm start at another kernel starts sub-problems of at least this many points from their heavy old support
+# vectors only (fit, above).
+HEAVY_START_MIN_POINTS = 1000
 # With n_jobs workers, small sub-problems solved in compiled chunks (CoreSVC._solve_chunk) are cut into this many
 # chunks per worker, so that a worker whose chunk ran long does not leave the others idle at the end.
 CHUNKS_PER_WORKER = 4
@@ -610,6 +614,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 f"({classes[y_index[keep]][0]!r})"
             )
         previous = self._previous_solution(X, y_index, classes)  # read before the attributes are replaced
+        previous_kernel = getattr(self, "_kernel_spec", None)
         self.classes_ = classes
         rng = check_random_state(self.random_state)
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
@@ -625,17 +630,30 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         problems = decompose(y_index, keep, C_per_sample, len(classes), seeds)
         self.warm_started_ = previous is not None
         if previous is not None:
-            _attach_warm_starts(problems, previous)
+            # At another kernel most of a large problem's old light support vectors are not support vectors any
+            # more, and each costs a kernel row up front and a pairwise step to empty it: start from the heavy
+            # ones only (ijcnn1, 3,333 points, gamma x4: 40-70 ms against 80-170 ms from the whole support and
+            # 77-363 ms cold).  Small problems' rows are cheap and their light points mostly stay (letter's
+            # ~80-point pairs: 5% more steps over a search when started from the heavy ones).
+            heavy_only = [previous_kernel != self._kernel_spec and len(problem.rows) >= HEAVY_START_MIN_POINTS
+                          for problem in problems]
+            _attach_warm_starts(problems, previous, heavy_only)
         self._dots_in = self._previous_dot_rows(X, problems) if previous is not None else {}
         self._dots_out = {} if self.warm_start and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None
+        self._rows_in = self._previous_kernel_rows(X, problems) if previous is not None else {}
+        self._rows_out = {} if self.warm_start else None
+        self._kernel_rows = None  # taken over by this fit (or stale)
         try:
             models = self._solve_problems(X, problems)
         finally:
-            dots_out = self._dots_out
-            del self._dots_in, self._dots_out
+            dots_out, rows_out = self._dots_out, self._rows_out
+            del self._dots_in, self._dots_out, self._rows_in, self._rows_out
+        budget = self.cache_size * 2**20
         kept_bytes = sum(dots.nbytes for _, _, dots in dots_out.values()) if dots_out else 0
         # Kept within the fit's memory budget (cache_size), for the next warm fit only.
-        self._dot_rows = _DotRows(X, dots_out) if dots_out and kept_bytes <= self.cache_size * 2**20 else None
+        self._dot_rows = _DotRows(X, dots_out) if dots_out and kept_bytes <= budget else None
+        kernel_rows = _KernelRows(X, self._kernel_spec, self._bias_rule, rows_out or {})
+        self._kernel_rows = kernel_rows if rows_out and kernel_rows.nbytes <= budget else None
         self._warn_unconverged(models)
         self._set_fitted_attributes(X, y_index, models)
         if self.probability:
@@ -758,11 +776,19 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         if self._small_problem_fast_path(X, len(rows), options):
             # The pair's rows are gathered inside the compiled (GIL-free) call: no X[rows] copy in Python,
             # so n_jobs worker threads hold the GIL only briefly per pair.
+            kept_rows = self._rows_in.pop(problem.index, NO_KERNEL_ROWS)
+            dots_in = self._dots_in.get(problem.index, NO_DOT_ROWS)
+            # Kept kernel rows need no inner products; the old ones stay valid for the next fit (same X).
+            keep_dots = self._dots_out is not None and not len(kept_rows[1])
             result = run_dense_rows(X, rows, problem.signs, problem.C, self._kernel_spec, bias_rule != "none", lam,
-                                    options, init_idx, init_alpha, self._dots_in.get(problem.index, NO_DOT_ROWS),
-                                    self._dots_out is not None)
-            if self._dots_out is not None:
+                                    options, init_idx, init_alpha, dots_in, keep_dots, kept_rows,
+                                    self._rows_out is not None)
+            if keep_dots:
                 self._dots_out[problem.index] = (rows, *result.dot_rows)
+            elif self._dots_out is not None and len(dots_in[0]):
+                self._dots_out[problem.index] = (rows, *dots_in)
+            if self._rows_out is not None:
+                self._rows_out[problem.index] = (rows, problem.signs, *result.kernel_rows)
             if options.verbose > 0:  # one compiled call: a single line when it ends
                 print_progress(result.n_iter, result.gap, result.rel_gap, len(result.support), result.time)
         elif self.callback is None:
@@ -910,6 +936,20 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return {problem.index: cache.rows[problem.index][1:] for problem in problems
                 if problem.index in cache.rows and np.array_equal(cache.rows[problem.index][0], problem.rows)}
 
+    def _previous_kernel_rows(self, X, problems: list[SubProblem]) -> dict:
+        """Per sub-problem index, the kernel rows ``(buffer, order, 1/C)`` the last fit kept, if ``X``, the kernel
+        and the bias are the same and the sub-problem has the same rows and signs (only ``C`` may differ: a warm fit
+        of a search at the same gamma).  They are taken: the last fit's model no longer holds them."""
+        holder = getattr(self, "_kernel_rows", None)
+        entries = holder.take(X, self._kernel_spec, self._bias_rule) if holder is not None else {}
+        kept = {}
+        for problem in problems:
+            entry = entries.get(problem.index)
+            if (entry is not None and np.array_equal(entry[0], problem.rows)
+                    and np.array_equal(entry[1], problem.signs)):
+                kept[problem.index] = entry[2:5]
+        return kept
+
     def _moved_to_rows(self, new_row_of: np.ndarray) -> CoreSVC:
         """A shallow copy whose kept solution refers to another training set's rows.
 
@@ -920,7 +960,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         (seed 004's problem has no box constraint, so that rescaling is the whole projection).
         """
         moved = copy.copy(self)
-        moved._dot_rows = None  # inner products of the old rows
+        moved._dot_rows = moved._kernel_rows = None  # of the old rows
         if not hasattr(self, "_warm_rows"):
             return moved
         new_row_of = np.asarray(new_row_of, dtype=np.int64)
@@ -1013,7 +1053,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._joint_model = model
         # A previous one-vs-one/one-vs-rest fit's state must not survive: no pairwise
         # coefficients, no warm start from it, no Platt sigmoids.
-        for stale in ("_pair_coef", "_warm_rows", "_dot_rows", "probA_", "probB_"):
+        for stale in ("_pair_coef", "_warm_rows", "_dot_rows", "_kernel_rows", "probA_", "probB_"):
             if hasattr(self, stale):
                 delattr(self, stale)
         self.warm_started_ = False
@@ -1292,9 +1332,7 @@ class _DotRows:
         self.X, self.rows = X, rows
 
     def holds(self, X) -> bool:
-        if self.X is None:
-            return False
-        return self.X is X or (self.X.shape == X.shape and self.X.dtype == X.dtype and np.array_equal(self.X, X))
+        return _same_matrix(self.X, X)
 
     def __deepcopy__(self, memo):
         return self
@@ -1304,6 +1342,48 @@ class _DotRows:
 
     # model_io does not save it
     transient = True
+
+
+class _KernelRows:
+    """Kernel rows of the last fit's working sets, kept by a ``warm_start`` fit for the next fit at the same kernel.
+
+    ``entries[problem index] = (the sub-problem's rows of X, its signs, buffer, order, 1/C, rows written)``, as
+    :func:`~coresvm.solvers.dense.run_dense_rows` returns them with ``keep_rows``.  A fit of the same problem with
+    another ``C`` (a search along C at one gamma) starts from that working set and computes no row of it.  The
+    buffers are written by the next fit, so they have one owner: :meth:`take` hands them over once, and copies
+    (``copy.deepcopy``, pickling) get none.  Not saved in model files.  ``nbytes`` counts the whole buffers
+    (``m x m``), although only the rows written are resident.
+    """
+
+    def __init__(self, X, kernel: KernelSpec | None, bias_rule: str | None, entries: dict):
+        self.X, self.kernel, self.bias_rule, self.entries = X, kernel, bias_rule, entries
+
+    @property
+    def nbytes(self) -> int:
+        return sum(entry[2].nbytes for entry in self.entries.values())
+
+    def take(self, X, kernel: KernelSpec, bias_rule: str) -> dict:
+        """The entries, given up, if they were computed for ``X``, ``kernel`` and ``bias_rule``; else ``{}``."""
+        if not self.entries or kernel != self.kernel or bias_rule != self.bias_rule or not _same_matrix(self.X, X):
+            return {}
+        entries, self.entries = self.entries, {}
+        return entries
+
+    def __deepcopy__(self, memo):
+        return _KernelRows(None, None, None, {})
+
+    def __reduce__(self):
+        return _KernelRows, (None, None, None, {})
+
+    # model_io does not save it
+    transient = True
+
+
+def _same_matrix(kept, X) -> bool:
+    """Whether ``X`` is the training matrix ``kept`` was computed from (shape, dtype and values)."""
+    if kept is None:
+        return False
+    return kept is X or (kept.shape == X.shape and kept.dtype == X.dtype and np.array_equal(kept, X))
 
 
 def _grouped_by_class(n_support: np.ndarray, pair_coef: np.ndarray) -> bool:
@@ -1324,8 +1404,9 @@ def _same_rows(A, B) -> bool:
     return bool(np.array_equal(A, B))
 
 
-def _attach_warm_starts(problems: list[SubProblem], previous: tuple) -> None:
-    """Give each sub-problem its previous support (as positions in its new rows) and weights.
+def _attach_warm_starts(problems: list[SubProblem], previous: tuple, heavy_only: list[bool] | None = None) -> None:
+    """Give each sub-problem its previous support (as positions in its new rows) and weights; where
+    ``heavy_only[k]``, only the support vectors whose weight is at least their sub-problem's mean weight.
 
     One compiled call for all sub-problems (letter's 325 one-vs-one pairs: about 8 ms per fit as a Python loop).
     """
@@ -1334,17 +1415,20 @@ def _attach_warm_starts(problems: list[SubProblem], previous: tuple) -> None:
     problem_offsets = np.cumsum([0] + [len(problem.rows) for problem in problems]).astype(np.int64)
     positions, alpha, offsets = _warm_start_positions(problem_rows, problem_offsets, np.asarray(old_rows, np.int64),
                                                       np.asarray(old_alpha, np.float64),
-                                                      np.asarray(old_offsets, np.int64))
+                                                      np.asarray(old_offsets, np.int64),
+                                                      np.zeros(len(problems), dtype=np.bool_) if heavy_only is None
+                                                      else np.asarray(heavy_only, dtype=np.bool_))
     for k, problem in enumerate(problems):
         if offsets[k + 1] > offsets[k]:
             problem.init = (positions[offsets[k]:offsets[k + 1]], alpha[offsets[k]:offsets[k + 1]])
 
 
 @numba.njit(cache=True)
-def _warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha, old_offsets):
+def _warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha, old_offsets, heavy_only):
     """Per sub-problem ``k``: the positions in its (sorted) rows ``problem_rows[problem_offsets[k]:...]`` of its
-    old rows ``old_rows[old_offsets[k]:...]`` that are still there with a positive weight, and those weights;
-    returned concatenated, sub-problem ``k``'s at ``offsets[k]:offsets[k + 1]``."""
+    old rows ``old_rows[old_offsets[k]:...]`` that are still there with a positive weight (with ``heavy_only[k]``,
+    at least the mean of the sub-problem's positive old weights), and those weights; returned concatenated,
+    sub-problem ``k``'s at ``offsets[k]:offsets[k + 1]``."""
     n_problems = problem_offsets.shape[0] - 1
     positions = np.empty(old_rows.shape[0], dtype=np.int64)
     alpha = np.empty(old_rows.shape[0])
@@ -1352,8 +1436,16 @@ def _warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha, ol
     n = 0
     for k in range(min(n_problems, old_offsets.shape[0] - 1)):
         rows = problem_rows[problem_offsets[k]:problem_offsets[k + 1]]
+        floor = 0.0
+        if heavy_only[k]:
+            total, count = 0.0, 0
+            for j in range(old_offsets[k], old_offsets[k + 1]):
+                if old_alpha[j] > 0.0:
+                    total += old_alpha[j]
+                    count += 1
+            floor = total / max(count, 1)
         for j in range(old_offsets[k], old_offsets[k + 1]):
-            if old_alpha[j] <= 0.0:
+            if old_alpha[j] <= 0.0 or old_alpha[j] < floor:
                 continue
             position = np.searchsorted(rows, old_rows[j])
             if position < rows.shape[0] and rows[position] == old_rows[j]:

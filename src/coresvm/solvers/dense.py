@@ -373,7 +373,8 @@ def _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta
 
 @njit(cache=True, nogil=True)  # releases the GIL: one-vs-one pairs in joblib threads run truly in parallel
 def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k, eta,
-                     tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points, keep_dots):
+                     tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points, keep_dots,
+                     kept_rows, kept_order, kept_inv_c, keep_rows):
     """Core-set rounds with cached kernel rows and the exact gradient, until the relative gap is <= ``tol``.
 
     ``X, norms, y, inv_c, diag`` are the problem's own copies: they are permuted
@@ -386,25 +387,39 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     signs may differ, only ``X`` must be the same.  With ``keep_dots`` the working set's inner products are
     returned the same way (the last two values; empty otherwise) for the next fit.  Without either (no rows in
     ``old_points``, ``keep_dots`` False) the rows are computed as always (:func:`_fill_rows`).
+
+    Kernel rows kept by an earlier fit of the same problem with the same kernel (:func:`_start_from_kept_rows`:
+    ``kept_rows``, ``kept_order``, ``kept_inv_c``; only ``C`` may differ) are the start's working set, rows
+    and all; the warm start's weights go on its points.  With ``keep_rows`` the buffer is returned the same
+    way after the other values (else empty arrays), and the number of rows ever written (its resident size).
     """
     m = X.shape[0]
-    rows = np.empty((m, m))  # row t: Q[t, :] for working-set position t; only rows < n_w are ever written
     order = np.arange(m)  # position -> original index
     position = np.arange(m)  # original index -> position
     alpha = np.zeros(m)
     G = np.zeros(m)
+    if kept_order.shape[0] == m:  # the buffer is taken over: the earlier fit does not keep it
+        rows = kept_rows
+        n_w = _start_from_kept_rows(rows, kept_order, kept_inv_c, X, norms, y, inv_c, diag, order, position)
+    else:
+        rows = np.empty((m, m))  # row t: Q[t, :] for working-set position t; only rows < n_w are ever written
+        n_w = 0
     reuse = old_points.shape[0] > 0 or keep_dots
     old_slot = np.full(m, -1, dtype=np.int64)  # original index -> row of old_dots
     if reuse:
         for k in range(old_points.shape[0]):
             old_slot[old_points[k]] = k
     new_dots = np.empty((m if keep_dots else 0, m))  # row t: <x_order[t], x_j> for all j, original order
-    n_w = _move_batch_to_front(init_idx, 0, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
-    alpha[:n_w] = init_alpha
-    _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows, reuse, order, old_dots, old_slot,
-                   new_dots)
+    first = n_w
+    outside = init_idx[position[init_idx] >= n_w]  # a warm start's points without a kept row
+    n_w = _move_batch_to_front(outside, n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
+    for k in range(init_idx.shape[0]):
+        alpha[position[init_idx[k]]] = init_alpha[k]
+    _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
+                   old_slot, new_dots)
     n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
-    n_rows = n_w  # kernel rows computed
+    n_rows = n_w - first  # kernel rows computed
+    rows_written = n_w
     t_start = _now()
     steps = 0
     rounds = 0
@@ -437,12 +452,40 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
                        old_slot, new_dots)
         n_rows += n_w - first
+        rows_written = max(rows_written, n_w)
     alpha_original = np.zeros(m)
     for t in range(n_w):
         alpha_original[order[t]] = alpha[t]
+    dots, dot_points = new_dots, order[:0].copy()
     if keep_dots:  # a compact copy: the m x m buffer would keep its untouched rows' memory too
-        return alpha_original, steps, gap, scale, status, n2, n_rows, rounds, new_dots[:n_w].copy(), order[:n_w].copy()
-    return alpha_original, steps, gap, scale, status, n2, n_rows, rounds, new_dots, order[:0].copy()
+        dots, dot_points = new_dots[:n_w].copy(), order[:n_w].copy()
+    if keep_rows:
+        kept = (rows, order.copy(), inv_c[:n_w].copy())
+    else:
+        kept = (np.empty((0, 0)), order[:0].copy(), np.empty(0))
+    return (alpha_original, steps, gap, scale, status, n2, n_rows, rounds, dots, dot_points, *kept,
+            np.int64(rows_written))
+
+
+@njit(cache=True, nogil=True)
+def _start_from_kept_rows(rows, kept_order, kept_inv_c, X, norms, labels, inv_c, diag, order, position):
+    """Put the points in the kept fit's order; its working set (the first ``len(kept_inv_c)`` positions) and their
+    rows are this fit's starting working set.  Returns its size.
+
+    The rows ``Q[t, :] = y_t y_j (k(x_t, x_j) + bias) + [t = j] / C_t`` hold the same kernel values for the same
+    points and kernel, so only the diagonal term changes with ``C`` (seed 000 eq. 13's extended kernel):
+    ``Q_tt += 1/C_t(new) - 1/C_t(old)``.  The columns are already in this order.
+    """
+    for values in (norms, labels, inv_c, diag):
+        values[:] = values[kept_order]
+    X[:, :] = X[kept_order]
+    order[:] = kept_order
+    for t in range(order.shape[0]):
+        position[order[t]] = t
+    n_w = kept_inv_c.shape[0]
+    for t in range(n_w):
+        rows[t, t] += inv_c[t] - kept_inv_c[t]
+    return n_w
 
 
 @njit(cache=True, nogil=True)
@@ -499,13 +542,14 @@ def balanced_start(y, n_init, seed):
 @njit(cache=True, nogil=True)  # the whole sub-problem, set-up included, runs without the GIL
 def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, lam, second_rule, gmdm_k, eta, tol,
                      max_iter, max_time, init_idx, init_alpha, batch_size, n_init, seed, old_dots, old_points,
-                     keep_dots):
+                     keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows):
     """:func:`solve_dense_loop` on the rows ``rows`` of ``X_all`` with signs ``signs`` and penalties ``C``
     (one per row of the sub-problem); ``init_idx`` are positions in ``rows``; without them (empty) the
     start is :func:`balanced_start` with ``n_init`` and ``seed``, uniform weights; given ones are rescaled to
     sum 1.  ``old_dots``,
     ``old_points`` and ``keep_dots``: inner products of an earlier fit on the same rows, as in
-    :func:`solve_dense_loop` (positions in ``rows``)."""
+    :func:`solve_dense_loop` (positions in ``rows``); so are ``kept_rows``, ``kept_order``, ``kept_inv_c`` and
+    ``keep_rows``, an earlier fit's kernel rows."""
     X, norms, y, inv_c, diag = _gather_problem(X_all, rows, signs, C, kind, gamma, coef0, degree, bias)
     if init_idx.shape[0] == 0:
         init_idx = balanced_start(y, n_init, seed)
@@ -514,7 +558,7 @@ def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, la
         init_alpha = init_alpha / np.sum(init_alpha)
     return solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k,
                             eta, tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points,
-                            keep_dots)
+                            keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows)
 
 
 def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndarray | None = None,
@@ -533,11 +577,13 @@ def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndar
 
 
 NO_DOT_ROWS = (np.empty(0, dtype=np.int64), np.empty((0, 0)))
+NO_KERNEL_ROWS = (np.empty((0, 0)), np.empty(0, dtype=np.int64), np.empty(0))
 
 
 def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel: KernelSpec, bias: bool, lam: float,
                    options: SolverOptions, init_idx: np.ndarray | None = None, init_alpha: np.ndarray | None = None,
-                   dot_rows: tuple = NO_DOT_ROWS, keep_dots: bool = False) -> SolverResult:
+                   dot_rows: tuple = NO_DOT_ROWS, keep_dots: bool = False, kernel_rows: tuple = NO_KERNEL_ROWS,
+                   keep_rows: bool = False) -> SolverResult:
     """Solve the binary problem on the rows ``rows`` of a dense ``X`` (signs and ``C_i`` per row of the
     sub-problem) with :func:`solve_rows_dense`; as :func:`run_dense`, with ``support`` in positions of ``rows``.
 
@@ -552,6 +598,12 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     most kernel rows belong to points that an earlier fit on the same fold had in its working set, and the
     inner products are most of a kernel row's cost when there are many features (a 220-point USPS pair, 256
     features: 2.3 of 2.7 us per row; reading a kept row: 0.13 us).
+
+    ``kernel_rows = (buffer, order, inv_c)``: the kernel rows an earlier fit of the same problem (same rows, signs,
+    kernel and bias; any ``C``) kept with ``keep_rows`` -- the result's ``kernel_rows`` (buffer, order, inv_c,
+    rows written).  The new fit starts from that fit's working set with its rows (:func:`_start_from_kept_rows`),
+    in the same buffer, which it takes over: the earlier result's buffer must not be used again.  A warm fit at
+    the same gamma then computes no row for the points it starts from.
     """
     if not isinstance(X, np.ndarray):
         raise ValueError("the dense small-problem solver needs a dense NumPy X (CSR and memory maps: use 'coreset')")
@@ -565,18 +617,26 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
         init_idx, init_alpha = np.empty(0, dtype=np.int64), np.empty(0)
     start = time.perf_counter()
     old_points, old_dots = dot_rows
-    alpha, steps, gap, scale, status, n2, n_rows, rounds, new_dots, new_points = solve_rows_dense(
+    kept_rows, kept_order, kept_inv_c = kernel_rows
+    if len(kept_order) and (kept_rows.shape != (n_points, n_points) or len(kept_order) != n_points):
+        raise ValueError(f"kept kernel rows of shape {kept_rows.shape} do not fit a problem of {n_points} points")
+    if len(kept_order) and keep_dots:
+        raise ValueError("keep_dots needs every working-set row's inner products: not with kept kernel rows")
+    (alpha, steps, gap, scale, status, n2, n_rows, rounds, new_dots, new_points, *new_kernel_rows,
+     rows_written) = solve_rows_dense(
         _compiled_X(X), rows, signs, np.asarray(C, dtype=np.float64), *_compiled_settings(kernel, bias, lam, options),
         float(options.max_time), np.ascontiguousarray(init_idx, dtype=np.int64),
         np.ascontiguousarray(init_alpha, dtype=np.float64),
         np.int64(BATCH), np.int64(options.n_init), np.uint32(options.seed % 2**32),
         np.ascontiguousarray(old_dots, dtype=np.float64), np.ascontiguousarray(old_points, dtype=np.int64),
-        bool(keep_dots),
+        bool(keep_dots), kept_rows, np.ascontiguousarray(kept_order, dtype=np.int64),
+        np.ascontiguousarray(kept_inv_c, dtype=np.float64), bool(keep_rows),
     )
     elapsed = time.perf_counter() - start
     support = np.flatnonzero(alpha > 0)
     return _result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
-                   rounds=int(rounds), cache_bytes=int(n_rows) * n_points * 8, dot_rows=(new_points, new_dots))
+                   rounds=int(rounds), cache_bytes=int(n_rows) * n_points * 8, dot_rows=(new_points, new_dots),
+                   kernel_rows=(*new_kernel_rows, int(rows_written)) if keep_rows else ())
 
 
 def _compiled_X(X) -> np.ndarray:
@@ -615,15 +675,17 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
     stats = np.zeros((n_problems, 8))
     no_points = np.empty(0, dtype=np.int64)
     no_dots = np.empty((0, 0))
+    no_inv_c = np.empty(0)
     t_start = _now()
     for k in range(n_problems):
         first, last = offsets[k], offsets[k + 1]
         share = max((max_time - (_now() - t_start)) / (n_problems - k), 1e-3)
         started = _now()
-        alpha, steps, gap, scale, status, n2, n_rows, rounds, _, _ = solve_rows_dense(
+        alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_rows_dense(
             X_all, rows[first:last], signs[first:last], C[first:last], kind, gamma, coef0, degree, bias, lam,
             second_rule, gmdm_k, eta, tol, max_iter, share, init_idx[init_offsets[k]:init_offsets[k + 1]],
-            init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points, False)
+            init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points, False,
+            no_dots, no_points, no_inv_c, False)[:8]
         alpha_all[first:last] = alpha
         stats[k, STAT_STEPS] = steps
         stats[k, STAT_GAP] = gap

@@ -90,6 +90,7 @@ class SolverResult:
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stage_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # BVM: (eps, iters, #SV, s) per stage
     dot_rows: tuple = ()  # solvers/dense.py with keep_dots: (points, their inner products) for the next warm fit
+    kernel_rows: tuple = ()  # solvers/dense.py with keep_rows: (buffer, order, 1/C, rows written) for the next fit
 
     def as_record(self) -> dict:
         return run_record(self.n_iter, self.gap, self.rel_gap, self.status, self.time, int(self.support.shape[0]),
