@@ -638,11 +638,9 @@ class _CandidateEvaluator:
     def _nearest_start(self, split, key, first_params):
         if key is None:
             return clone(self.base_estimator)
-        if not self.transfer:
-            if (split, key) in self.warm_models:
-                return self.warm_models.pop((split, key))[1]  # refitted by the job, kept again after it
-            return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
-        if not self.warm_models:
+        if not self.transfer and (split, key) in self.warm_models:
+            return self.warm_models.pop((split, key))[1]  # refitted by the job, kept again after it
+        if not (self.transfer and self.warm_models):
             return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
         (other_split, _), (params, model) = min(self.warm_models.items(), key=self._preference(split, first_params))
         if other_split != split:

@@ -635,8 +635,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             # ones only (ijcnn1, 3,333 points, gamma x4: 40-70 ms against 80-170 ms from the whole support and
             # 77-363 ms cold).  Small problems' rows are cheap and their light points mostly stay (letter's
             # ~80-point pairs: 5% more steps over a search when started from the heavy ones).
-            heavy_only = [previous_kernel != self._kernel_spec and len(problem.rows) >= HEAVY_START_MIN_POINTS
-                          for problem in problems]
+            kernel_changed = previous_kernel != self._kernel_spec
+            heavy_only = [kernel_changed and len(problem.rows) >= HEAVY_START_MIN_POINTS for problem in problems]
             _attach_warm_starts(problems, previous, heavy_only)
         self._dots_in = self._previous_dot_rows(X, problems) if previous is not None else {}
         self._dots_out = {} if self.warm_start and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None
@@ -1404,7 +1404,7 @@ def _same_rows(A, B) -> bool:
     return bool(np.array_equal(A, B))
 
 
-def _attach_warm_starts(problems: list[SubProblem], previous: tuple, heavy_only: list[bool] | None = None) -> None:
+def _attach_warm_starts(problems: list[SubProblem], previous: tuple, heavy_only: list[bool]) -> None:
     """Give each sub-problem its previous support (as positions in its new rows) and weights; where
     ``heavy_only[k]``, only the support vectors whose weight is at least their sub-problem's mean weight.
 
@@ -1416,8 +1416,7 @@ def _attach_warm_starts(problems: list[SubProblem], previous: tuple, heavy_only:
     positions, alpha, offsets = _warm_start_positions(problem_rows, problem_offsets, np.asarray(old_rows, np.int64),
                                                       np.asarray(old_alpha, np.float64),
                                                       np.asarray(old_offsets, np.int64),
-                                                      np.zeros(len(problems), dtype=np.bool_) if heavy_only is None
-                                                      else np.asarray(heavy_only, dtype=np.bool_))
+                                                      np.asarray(heavy_only, dtype=np.bool_))
     for k, problem in enumerate(problems):
         if offsets[k + 1] > offsets[k]:
             problem.init = (positions[offsets[k]:offsets[k + 1]], alpha[offsets[k]:offsets[k + 1]])
