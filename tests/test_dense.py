@@ -419,3 +419,29 @@ def test_kept_kernel_rows_give_the_same_solution_without_computing_a_row():
     again = fit(1.0, keep_rows=True)
     with pytest.raises(ValueError, match="keep_dots"):
         fit(1.0, kernel_rows=again.kernel_rows[:3], keep_dots=True)
+
+
+def test_a_lent_buffer_is_used_as_memory_only():
+    """``kernel_rows = (buffer, [], [])``: the fit writes its rows into the lent buffer (no new memory) and reaches
+    the same solution as with fresh memory, whatever the buffer held; a buffer of the wrong shape is refused."""
+    from coresvm.kernels import KernelSpec
+    from coresvm.solvers.dense import NO_KERNEL_ROWS, run_dense_rows
+    from coresvm.solvers.driver import SolverOptions
+
+    rng = np.random.RandomState(1)
+    X = rng.rand(200, 4)
+    y = np.where(X[:, 1] + 0.3 * rng.randn(200) > 0.5, 1, -1).astype(np.int8)
+    rows, options = np.arange(200), SolverOptions(tol=1e-5)
+
+    def fit(gamma, **kwargs):
+        return run_dense_rows(X, rows, y, np.full(200, 2.0), KernelSpec("rbf", gamma, 0.0, 3), True, 0.0, options,
+                              **kwargs)
+
+    fresh = fit(1.0)
+    garbage = np.full((200, 200), np.nan)  # e.g. another gamma's rows: never read
+    lent = fit(1.0, kernel_rows=(garbage, *NO_KERNEL_ROWS[1:]), keep_rows=True)
+    assert lent.kernel_rows[0] is garbage and lent.cache_misses == fresh.cache_misses
+    np.testing.assert_array_equal(lent.support, fresh.support)
+    np.testing.assert_allclose(lent.alpha, fresh.alpha, rtol=1e-12)
+    with pytest.raises(ValueError, match="do not fit"):
+        fit(1.0, kernel_rows=(np.empty((199, 199)), *NO_KERNEL_ROWS[1:]))

@@ -585,3 +585,66 @@ def test_kept_kernel_rows_of_all_kept_models_stay_within_cache_size():
     big = SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=2**21))
     evaluator._keep(0, "big", {"C": 9}, big)
     assert big._kernel_rows is None and models[3]._kernel_rows is None  # larger than the budget alone: not kept
+
+
+def test_kept_kernel_rows_budget_holds_one_fit_per_split_and_lends_memory():
+    """Over cache_size, one fit's rows per split are still kept; a fit whose start holds no rows at its kernel
+    borrows the split's oldest rows for their memory when they are large or the budget is full."""
+    from types import SimpleNamespace
+
+    from coresvm import CoreSVC
+    from coresvm.model_selection import FRESH_MEMORY_BYTES, _CandidateEvaluator
+
+    splits = [(np.arange(3), np.arange(3, 6))] * 3
+    evaluator = _CandidateEvaluator(None, None, None, splits, CoreSVC(cache_size=1), ("C", "warm_start"), None,
+                                    None, {}, None)
+
+    def rows(nbytes):
+        return SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=nbytes, largest_nbytes=nbytes))
+
+    models = [rows(2**20) for _ in range(3)]  # 1 MiB each: three times cache_size
+    for split, model in enumerate(models):
+        evaluator._keep(split, "point", {"C": 1.0}, model)
+    assert all(model._kernel_rows is not None for model in models)
+    lent = models[1]._kernel_rows
+    assert evaluator._spare_kernel_rows(1) is lent and models[1]._kernel_rows is None  # the budget is full
+    assert evaluator._spare_kernel_rows(1) is None  # the split holds no more
+    large = rows(FRESH_MEMORY_BYTES)
+    evaluator = _CandidateEvaluator(None, None, None, splits, CoreSVC(cache_size=10**4), ("C", "warm_start"), None,
+                                    None, {}, None)
+    evaluator._keep(0, "point", {"C": 1.0}, large)
+    evaluator._keep(0, "other", {"C": 4.0}, rows(2**20))
+    assert evaluator._spare_kernel_rows(0) is not None and large._kernel_rows is None  # large: lent at once
+
+
+def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch):
+    """With one job at a time, each fit can borrow the rows of the fits before it, in the same batch too: a search
+    whose budget holds few rows writes its kernel rows into a handful of buffers, and scores as the cold one."""
+    from sklearn.datasets import load_digits
+
+    import coresvm.svc as svc_module
+    from coresvm import CoreSVC
+
+    X, y = load_digits(n_class=2, return_X_y=True)
+    X = X / 16.0
+    buffers, lent = set(), []
+    real_solver = svc_module.run_dense_rows
+
+    def spy(*args, **kwargs):
+        result = real_solver(*args, **kwargs)
+        if result.kernel_rows:
+            buffers.add(id(result.kernel_rows[0]))
+        lent.append(len(args[12][0]) > 0 and len(args[12][1]) == 0 if len(args) > 12 else False)
+        return result
+
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    grid = {"C": [0.25, 1.0, 4.0], "gamma": [0.01, 0.04, 0.16]}
+    search = PatternSearchCV(CoreSVC(tol=1e-4, cache_size=1, random_state=0), grid, cv=3, n_restarts=0,
+                             refit=False).fit(X, y)
+    monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
+    assert search.n_fits_ > 12 and sum(lent) >= 3  # buffers lent as memory at another gamma
+    assert len(buffers) < search.n_fits_ // 2
+    cold = PatternSearchCV(CoreSVC(tol=1e-4, cache_size=1, random_state=0), grid, cv=3, n_restarts=0, refit=False,
+                           warm_start=False).fit(X, y)
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"],
+                               atol=0.01)

@@ -234,8 +234,10 @@ def test_warm_fit_at_the_same_kernel_takes_over_the_kept_kernel_rows(digits):
     cold = CoreSVC(C=30, gamma=0.05, **params).fit(X, y)
     np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
     np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
-    warm.set_params(gamma=0.2).fit(X, y)  # another kernel: rows computed afresh
+    warm.set_params(gamma=0.2).fit(X, y)  # another kernel: rows computed afresh, in the same memory
     assert warm.solver_info_[0]["cache_misses"] > 0
+    (_, _, gamma_buffer, *_), = warm._kernel_rows.entries.values()
+    assert gamma_buffer is buffer
     cold = CoreSVC(C=30, gamma=0.2, **params).fit(X, y)
     np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
 

@@ -504,6 +504,11 @@ def _movable(estimator) -> bool:
     return callable(getattr(estimator, "_moved_to_rows", None))
 
 
+# glibc serves allocations above its mmap threshold (at most 32 MiB) with fresh pages each time, whose first touch
+# is slow; a kept buffer this large is reused for its memory by the next fit on its split rather than kept.
+FRESH_MEMORY_BYTES = 32 * 2**20
+
+
 class _CandidateEvaluator:
     """``evaluate_candidates`` of ``PatternSearchCV``: cross-validates a batch of parameter sets
     on the fixed splits and returns all results so far, formatted as ``cv_results_``.
@@ -516,13 +521,16 @@ class _CandidateEvaluator:
 
     1. a model of the same split, nearest in grid index distance (ties: fewer steps off the C axis).
        At the same gamma the fit also takes over the model's kept kernel rows (only C changes);
-       at another gamma the old dual is still a feasible start and its support set is close;
+       at another gamma the old dual is still a feasible start and its support set is close, and the
+       fit may borrow the split's oldest kept rows for their memory (:meth:`_spare_kernel_rows`);
     2. the nearest model of another split, restricted to the rows both splits train on (gsvm's
        support-vector reuse across folds). To make this possible the very first fit of a search
        (the first candidate, a pattern's centre, on split 0) runs alone, before the others.
 
     A pattern's cross around C0 fits C0 / 4^s and C0 * 4^s: each starts from the centre, s steps away
-    (one chain through both in increasing C would move 2s from the first to the second).
+    (one chain through both in increasing C would move 2s from the first to the second).  With one
+    job at a time (``n_jobs=1``) the jobs run here, one after the other, each start chosen when the
+    jobs before it are kept; otherwise every start of a batch is chosen before it runs.
 
     Warm, other estimators with ``warm_start``: one job per (split, all parameters but C), fitting its
     C values in increasing order on one estimator, continuing from the model this (split, group)
@@ -542,7 +550,10 @@ class _CandidateEvaluator:
         # transfer: (split, point key) -> (params, model); else (split, group key) -> (params of its last fit, model)
         self.warm_models: dict = {}
         self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
-        self.rows_budget = int(getattr(base_estimator, "cache_size", 0) * 2**20)  # kept kernel rows, all models
+        self.cache_bytes = int(getattr(base_estimator, "cache_size", 0) * 2**20)
+        # coresvm's fits one after the other in this process when they would run one at a time anyway: each starts
+        # from the models and kernel rows of the jobs before it, in the same batch too (no joblib dispatch either).
+        self.one_at_a_time = self.transfer and effective_n_jobs(getattr(parallel, "n_jobs", 1)) == 1
         self.results: dict = {}
         self.n_fits = 0
         self.n_warm_fits = 0
@@ -608,14 +619,32 @@ class _CandidateEvaluator:
         start = self._nearest_start(split, key, first_params)
         if split in self.dot_rows and hasattr(start, "_warm_rows"):
             start._dot_rows = self.dot_rows[split]  # the fold's inner products: any gamma, any C
+        if self.transfer and getattr(start, "_kernel_rows", None) is None:
+            start._kernel_rows = self._spare_kernel_rows(split)
         return start
+
+    def _spare_kernel_rows(self, split):
+        """Kernel rows for a fit whose start model holds none at its kernel: another model's on ``split`` at the
+        same kernel (the values are reused); else, when the budget holds no more rows or they are large, the rows
+        kept longest on ``split`` (those ``_keep`` would drop next), for their memory (the first touch of fresh
+        memory is slow: ~1.5 ms per MB on the benchmark VM); else none.  Taken from their model."""
+        holders = [model for (other, _), (_, model) in self.warm_models.items()
+                   if other == split and getattr(model, "_kernel_rows", None) is not None]
+        total = sum(model._kernel_rows.nbytes for _, model in self.warm_models.values()
+                    if getattr(model, "_kernel_rows", None) is not None)
+        if not holders or (total + holders[-1]._kernel_rows.nbytes <= self._rows_budget()
+                           and holders[0]._kernel_rows.largest_nbytes < FRESH_MEMORY_BYTES):
+            return None
+        spare, holders[0]._kernel_rows = holders[0]._kernel_rows, None
+        return spare
 
     def _keep(self, split, key, params, model) -> None:
         """Keep a job's last model as a start for later fits; its inner products (coresvm's ``_dot_rows``, the
         same for every gamma and C of a fold) are kept once per fold, the latest per sub-problem (a fit carries
-        forward the rows it used): one copy per fold, not one per model.  Kept kernel rows (coresvm's
-        ``_kernel_rows``) of all models together stay within the estimator's ``cache_size``: the oldest models' are
-        dropped first."""
+        forward the rows it used): one copy per fold, not one per model.  Its kernel rows (coresvm's
+        ``_kernel_rows``) stay with it, for the first later fit that starts from it at the same kernel (or
+        borrows them as memory, :meth:`_spare_kernel_rows`); all models' together stay within
+        :meth:`_rows_budget`, the oldest dropped first."""
         self.warm_models.pop((split, key), None)  # re-inserted last: dicts keep insertion order
         self.warm_models[(split, key)] = (params, model)
         rows = getattr(model, "_dot_rows", None)
@@ -627,13 +656,21 @@ class _CandidateEvaluator:
             model._dot_rows = None
         holders = [m for _, m in self.warm_models.values() if getattr(m, "_kernel_rows", None) is not None]
         total = sum(m._kernel_rows.nbytes for m in holders)
+        budget = self._rows_budget()
         for old in holders[:-1]:
-            if total <= self.rows_budget:
+            if total <= budget:
                 break
             total -= old._kernel_rows.nbytes
             old._kernel_rows = None
-        if total > self.rows_budget:
+        if total > budget:
             model._kernel_rows = None
+
+    def _rows_budget(self) -> int:
+        """Bytes of kernel rows kept over all models: the estimator's ``cache_size``, or one fit's rows per split if
+        that is more (each fit's are within ``cache_size``)."""
+        largest = max((m._kernel_rows.nbytes for _, m in self.warm_models.values()
+                       if getattr(m, "_kernel_rows", None) is not None), default=0)
+        return max(self.cache_bytes, len(self.splits) * largest)
 
     def _nearest_start(self, split, key, first_params):
         if key is None:
@@ -666,14 +703,17 @@ class _CandidateEvaluator:
     def _run(self, jobs, out):
         kwargs = {**self.kwargs, "return_estimator": False}
         n_splits = len(self.splits)
-        starts = [self._start_estimator(split, key, parameter_list[0]) for _, split, key, parameter_list in jobs]
-        tasks = (
-            delayed(_fit_candidates)(start, self.X, self.y, *self.splits[split], parameter_list,
-                                     (split, n_splits), self.thread_limit, kwargs)
-            for start, (_, split, key, parameter_list) in zip(starts, jobs, strict=True)
-        )
-        for (positions, split, key, parameter_list), (outputs, model, n_warm) in zip(jobs, self.parallel(tasks),
-                                                                                    strict=True):
+
+        def arguments(job):
+            _, split, key, parameter_list = job
+            return (self._start_estimator(split, key, parameter_list[0]), self.X, self.y, *self.splits[split],
+                    parameter_list, (split, n_splits), self.thread_limit, kwargs)
+
+        if self.one_at_a_time:  # here, each job's start chosen when the jobs before it are kept (lazily, by zip)
+            results = (_fit_candidates(*arguments(job)) for job in jobs)
+        else:  # every start chosen before the batch runs
+            results = self.parallel([delayed(_fit_candidates)(*arguments(job)) for job in jobs])
+        for (positions, split, key, parameter_list), (outputs, model, n_warm) in zip(jobs, results, strict=True):
             for position, output in zip(positions, outputs, strict=True):
                 out[position] = output
             if key is not None and outputs[-1]["fit_error"] is None:

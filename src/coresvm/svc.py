@@ -640,7 +640,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             _attach_warm_starts(problems, previous, heavy_only)
         self._dots_in = self._previous_dot_rows(X, problems) if previous is not None else {}
         self._dots_out = {} if self.warm_start and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None
-        self._rows_in = self._previous_kernel_rows(X, problems) if previous is not None else {}
+        self._rows_in = self._previous_kernel_rows(X, problems, reuse_values=previous is not None)
         self._rows_out = {} if self.warm_start else None
         self._kernel_rows = None  # taken over by this fit (or stale)
         try:
@@ -936,18 +936,26 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return {problem.index: cache.rows[problem.index][1:] for problem in problems
                 if problem.index in cache.rows and np.array_equal(cache.rows[problem.index][0], problem.rows)}
 
-    def _previous_kernel_rows(self, X, problems: list[SubProblem]) -> dict:
-        """Per sub-problem index, the kernel rows ``(buffer, order, 1/C)`` the last fit kept, if ``X``, the kernel
-        and the bias are the same and the sub-problem has the same rows and signs (only ``C`` may differ: a warm fit
-        of a search at the same gamma).  They are taken: the last fit's model no longer holds them."""
+    def _previous_kernel_rows(self, X, problems: list[SubProblem], reuse_values: bool) -> dict:
+        """Per sub-problem index, the kernel rows ``(buffer, order, 1/C)`` the last fit kept, if ``reuse_values``,
+        ``X``, the kernel and the bias are the same and the sub-problem has the same rows and signs (only ``C`` may
+        differ: a warm fit of a search at the same gamma).  Otherwise a kept buffer of the sub-problem's size is
+        lent as memory only (``(buffer, [], [])``: the fit overwrites it; fresh memory costs page faults).  They
+        are taken: the last fit's model no longer holds them."""
         holder = getattr(self, "_kernel_rows", None)
-        entries = holder.take(X, self._kernel_spec, self._bias_rule) if holder is not None else {}
+        if holder is None:
+            return {}
+        same_kernel = reuse_values and holder.computed_for(X, self._kernel_spec, self._bias_rule)
+        entries = holder.take()
         kept = {}
         for problem in problems:
             entry = entries.get(problem.index)
-            if (entry is not None and np.array_equal(entry[0], problem.rows)
-                    and np.array_equal(entry[1], problem.signs)):
+            if entry is None:
+                continue
+            if same_kernel and np.array_equal(entry[0], problem.rows) and np.array_equal(entry[1], problem.signs):
                 kept[problem.index] = entry[2:5]
+            elif entry[2].shape[0] == len(problem.rows):
+                kept[problem.index] = (entry[2], *NO_KERNEL_ROWS[1:])
         return kept
 
     def _moved_to_rows(self, new_row_of: np.ndarray) -> CoreSVC:
@@ -1349,7 +1357,8 @@ class _KernelRows:
 
     ``entries[problem index] = (the sub-problem's rows of X, its signs, buffer, order, 1/C, rows written)``, as
     :func:`~coresvm.solvers.dense.run_dense_rows` returns them with ``keep_rows``.  A fit of the same problem with
-    another ``C`` (a search along C at one gamma) starts from that working set and computes no row of it.  The
+    another ``C`` (a search along C at one gamma) starts from that working set and computes no row of it; a fit
+    of a problem of the same size at another kernel writes its rows into the buffer (memory only).  The
     buffers are written by the next fit, so they have one owner: :meth:`take` hands them over once, and copies
     (``copy.deepcopy``, pickling) get none.  Not saved in model files.  ``nbytes`` counts the whole buffers
     (``m x m``), although only the rows written are resident.
@@ -1362,10 +1371,16 @@ class _KernelRows:
     def nbytes(self) -> int:
         return sum(entry[2].nbytes for entry in self.entries.values())
 
-    def take(self, X, kernel: KernelSpec, bias_rule: str) -> dict:
-        """The entries, given up, if they were computed for ``X``, ``kernel`` and ``bias_rule``; else ``{}``."""
-        if not self.entries or kernel != self.kernel or bias_rule != self.bias_rule or not _same_matrix(self.X, X):
-            return {}
+    @property
+    def largest_nbytes(self) -> int:
+        return max((entry[2].nbytes for entry in self.entries.values()), default=0)
+
+    def computed_for(self, X, kernel: KernelSpec, bias_rule: str) -> bool:
+        """Whether the rows' values hold for ``X``, ``kernel`` and ``bias_rule``."""
+        return kernel == self.kernel and bias_rule == self.bias_rule and _same_matrix(self.X, X)
+
+    def take(self) -> dict:
+        """The entries, given up (the buffers are then the taker's)."""
         entries, self.entries = self.entries, {}
         return entries
 

@@ -390,7 +390,8 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
 
     Kernel rows kept by an earlier fit of the same problem with the same kernel (:func:`_start_from_kept_rows`:
     ``kept_rows``, ``kept_order``, ``kept_inv_c``; only ``C`` may differ) are the start's working set, rows
-    and all; the warm start's weights go on its points.  With ``keep_rows`` the buffer is returned the same
+    and all; the warm start's weights go on its points.  A kept ``m x m`` buffer with an empty ``kept_order``
+    is used as memory only: its values are overwritten.  With ``keep_rows`` the buffer is returned the same
     way after the other values (else empty arrays), and the number of rows ever written (its resident size).
     """
     m = X.shape[0]
@@ -398,12 +399,14 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     position = np.arange(m)  # original index -> position
     alpha = np.zeros(m)
     G = np.zeros(m)
+    n_w = 0
     if kept_order.shape[0] == m:  # the buffer is taken over: the earlier fit does not keep it
         rows = kept_rows
         n_w = _start_from_kept_rows(rows, kept_order, kept_inv_c, X, norms, y, inv_c, diag, order, position)
+    elif kept_rows.shape[0] == m:  # an earlier fit's buffer at another kernel: its memory only, no values
+        rows = kept_rows
     else:
         rows = np.empty((m, m))  # row t: Q[t, :] for working-set position t; only rows < n_w are ever written
-        n_w = 0
     reuse = old_points.shape[0] > 0 or keep_dots
     old_slot = np.full(m, -1, dtype=np.int64)  # original index -> row of old_dots
     if reuse:
@@ -603,7 +606,9 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     kernel and bias; any ``C``) kept with ``keep_rows`` -- the result's ``kernel_rows`` (buffer, order, inv_c,
     rows written).  The new fit starts from that fit's working set with its rows (:func:`_start_from_kept_rows`),
     in the same buffer, which it takes over: the earlier result's buffer must not be used again.  A warm fit at
-    the same gamma then computes no row for the points it starts from.
+    the same gamma then computes no row for the points it starts from.  ``kernel_rows = (buffer, empty, empty)``
+    lends an ``m x m`` buffer as memory only (an earlier fit's at another kernel): the fit writes its rows there
+    instead of into new memory, whose first touch costs page faults (about 1.5 ms per MB on the benchmark VM).
     """
     if not isinstance(X, np.ndarray):
         raise ValueError("the dense small-problem solver needs a dense NumPy X (CSR and memory maps: use 'coreset')")
@@ -618,7 +623,8 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     start = time.perf_counter()
     old_points, old_dots = dot_rows
     kept_rows, kept_order, kept_inv_c = kernel_rows
-    if len(kept_order) and (kept_rows.shape != (n_points, n_points) or len(kept_order) != n_points):
+    if (kept_rows.size or len(kept_order)) and (kept_rows.shape != (n_points, n_points)
+                                                or len(kept_order) not in (0, n_points)):
         raise ValueError(f"kept kernel rows of shape {kept_rows.shape} do not fit a problem of {n_points} points")
     if len(kept_order) and keep_dots:
         raise ValueError("keep_dots needs every working-set row's inner products: not with kept kernel rows")
