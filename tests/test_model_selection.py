@@ -602,31 +602,34 @@ def test_kept_kernel_rows_budget_holds_one_fit_per_split_and_lends_memory():
     def rows(nbytes):
         return SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=nbytes, largest_nbytes=nbytes))
 
-    models = [rows(2**20) for _ in range(3)]  # 1 MiB each: three times cache_size
+    models = [rows(FRESH_MEMORY_BYTES) for _ in range(3)]  # large ones, each above cache_size
     for split, model in enumerate(models):
         evaluator._keep(split, "point", {"C": 1.0}, model)
     assert all(model._kernel_rows is not None for model in models)
     lent = models[1]._kernel_rows
-    assert evaluator._spare_kernel_rows(1) is lent and models[1]._kernel_rows is None  # the budget is full
+    assert evaluator._spare_kernel_rows(1) is lent and models[1]._kernel_rows is None  # large: lent
     assert evaluator._spare_kernel_rows(1) is None  # the split holds no more
-    large = rows(FRESH_MEMORY_BYTES)
-    evaluator = _CandidateEvaluator(None, None, None, splits, CoreSVC(cache_size=10**4), ("C", "warm_start"), None,
+    small = [rows(2**19) for _ in range(3)]  # small ones: within cache_size (1 MiB) only
+    evaluator = _CandidateEvaluator(None, None, None, splits, CoreSVC(cache_size=1), ("C", "warm_start"), None,
                                     None, {}, None)
-    evaluator._keep(0, "point", {"C": 1.0}, large)
-    evaluator._keep(0, "other", {"C": 4.0}, rows(2**20))
-    assert evaluator._spare_kernel_rows(0) is not None and large._kernel_rows is None  # large: lent at once
+    for split, model in enumerate(small):
+        evaluator._keep(split, "point", {"C": 1.0}, model)
+    assert [model._kernel_rows is not None for model in small] == [False, True, True]
+    held = small[1]._kernel_rows
+    assert evaluator._spare_kernel_rows(1) is held and small[1]._kernel_rows is None  # the budget is full: lent
+    assert evaluator._spare_kernel_rows(2) is None  # room for another fit's rows: kept for their values
 
 
 def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch):
     """With one job at a time, each fit can borrow the rows of the fits before it, in the same batch too: a search
-    whose budget holds few rows writes its kernel rows into a handful of buffers, and scores as the cold one."""
-    from sklearn.datasets import load_digits
+    whose folds' rows are large (2,100 points: 35 MB) writes its kernel rows into a handful of buffers, and scores
+    as the cold one."""
+    from sklearn.datasets import make_classification
 
     import coresvm.svc as svc_module
     from coresvm import CoreSVC
 
-    X, y = load_digits(n_class=2, return_X_y=True)
-    X = X / 16.0
+    X, y = make_classification(3150, n_features=5, n_informative=3, n_redundant=0, flip_y=0.02, random_state=0)
     buffers, lent = set(), []
     real_solver = svc_module.run_dense_rows
 
@@ -639,12 +642,12 @@ def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch
 
     monkeypatch.setattr(svc_module, "run_dense_rows", spy)
     grid = {"C": [0.25, 1.0, 4.0], "gamma": [0.01, 0.04, 0.16]}
-    search = PatternSearchCV(CoreSVC(tol=1e-4, cache_size=1, random_state=0), grid, cv=3, n_restarts=0,
+    search = PatternSearchCV(CoreSVC(cache_size=40, random_state=0), grid, cv=3, n_restarts=0,
                              refit=False).fit(X, y)
     monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
     assert search.n_fits_ > 12 and sum(lent) >= 3  # buffers lent as memory at another gamma
     assert len(buffers) < search.n_fits_ // 2
-    cold = PatternSearchCV(CoreSVC(tol=1e-4, cache_size=1, random_state=0), grid, cv=3, n_restarts=0, refit=False,
+    cold = PatternSearchCV(CoreSVC(cache_size=40, random_state=0), grid, cv=3, n_restarts=0, refit=False,
                            warm_start=False).fit(X, y)
     np.testing.assert_allclose(search.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"],
                                atol=0.01)

@@ -666,11 +666,12 @@ class _CandidateEvaluator:
             model._kernel_rows = None
 
     def _rows_budget(self) -> int:
-        """Bytes of kernel rows kept over all models: the estimator's ``cache_size``, or one fit's rows per split if
-        that is more (each fit's are within ``cache_size``)."""
-        largest = max((m._kernel_rows.nbytes for _, m in self.warm_models.values()
-                       if getattr(m, "_kernel_rows", None) is not None), default=0)
-        return max(self.cache_bytes, len(self.splits) * largest)
+        """Bytes of kernel rows kept over all models: the estimator's ``cache_size``; or one fit's rows per split if
+        that is more and they are large, as they are then lent on as memory (each fit's are within ``cache_size``).
+        Small ones come from memory glibc reuses: keeping more of them only costs fresh pages."""
+        holders = [m._kernel_rows for _, m in self.warm_models.values() if getattr(m, "_kernel_rows", None) is not None]
+        large = [rows.nbytes for rows in holders if rows.largest_nbytes >= FRESH_MEMORY_BYTES]
+        return max(self.cache_bytes, len(self.splits) * max(large, default=0))
 
     def _nearest_start(self, split, key, first_params):
         if key is None:
