@@ -624,10 +624,10 @@ class _CandidateEvaluator:
         return start
 
     def _spare_kernel_rows(self, split):
-        """Kernel rows for a fit whose start model holds none at its kernel: another model's on ``split`` at the
-        same kernel (the values are reused); else, when the budget holds no more rows or they are large, the rows
-        kept longest on ``split`` (those ``_keep`` would drop next), for their memory (the first touch of fresh
-        memory is slow: ~1.5 ms per MB on the benchmark VM); else none.  Taken from their model."""
+        """Kernel rows for a fit whose start model holds none at its kernel: when the budget holds no more rows or
+        they are large, the rows kept longest on ``split`` (those ``_keep`` would drop next), taken from their
+        model, for their memory (the first touch of fresh memory is slow: ~1.5 ms per MB on the benchmark VM; the
+        fit reuses their values only if they happen to be at its kernel); else none."""
         holders = [model for (other, _), (_, model) in self.warm_models.items()
                    if other == split and getattr(model, "_kernel_rows", None) is not None]
         total = sum(model._kernel_rows.nbytes for _, model in self.warm_models.values()
