@@ -578,11 +578,11 @@ def test_kept_kernel_rows_of_all_kept_models_stay_within_cache_size():
 
     evaluator = _CandidateEvaluator(None, None, None, [], CoreSVC(cache_size=1), ("C", "warm_start"), None, None,
                                     {}, None)
-    models = [SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=400_000)) for _ in range(4)]
+    models = [SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=400_000, largest_nbytes=400_000)) for _ in range(4)]
     for k, model in enumerate(models):
         evaluator._keep(0, f"point {k}", {"C": k}, model)
     assert [model._kernel_rows is not None for model in models] == [False, False, True, True]  # 1 MiB: two fit
-    big = SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=2**21))
+    big = SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=2**21, largest_nbytes=2**21))
     evaluator._keep(0, "big", {"C": 9}, big)
     assert big._kernel_rows is None and models[3]._kernel_rows is None  # larger than the budget alone: not kept
 
