@@ -628,11 +628,10 @@ class _CandidateEvaluator:
         they are large, the rows kept longest on ``split`` (those ``_keep`` would drop next), taken from their
         model, for their memory (the first touch of fresh memory is slow: ~1.5 ms per MB on the benchmark VM; the
         fit reuses their values only if they happen to be at its kernel); else none."""
-        holders = [model for (other, _), (_, model) in self.warm_models.items()
-                   if other == split and getattr(model, "_kernel_rows", None) is not None]
-        total = sum(model._kernel_rows.nbytes for _, model in self.warm_models.values()
-                    if getattr(model, "_kernel_rows", None) is not None)
-        if not holders or (total + holders[-1]._kernel_rows.nbytes <= self._rows_budget()
+        all_holders = self._row_holders()
+        holders = [model for other, model in all_holders if other == split]
+        total = sum(model._kernel_rows.nbytes for _, model in all_holders)
+        if not holders or (total + holders[-1]._kernel_rows.nbytes <= self._rows_budget(all_holders)
                            and holders[0]._kernel_rows.largest_nbytes < FRESH_MEMORY_BYTES):
             return None
         spare, holders[0]._kernel_rows = holders[0]._kernel_rows, None
@@ -654,9 +653,10 @@ class _CandidateEvaluator:
                 rows.rows = {**older.rows, **rows.rows}  # kernel rows computed no inner products for it)
             self.dot_rows[split] = rows
             model._dot_rows = None
-        holders = [m for _, m in self.warm_models.values() if getattr(m, "_kernel_rows", None) is not None]
+        all_holders = self._row_holders()
+        holders = [m for _, m in all_holders]
         total = sum(m._kernel_rows.nbytes for m in holders)
-        budget = self._rows_budget()
+        budget = self._rows_budget(all_holders)
         for old in holders[:-1]:
             if total <= budget:
                 break
@@ -665,12 +665,17 @@ class _CandidateEvaluator:
         if total > budget:
             model._kernel_rows = None
 
-    def _rows_budget(self) -> int:
-        """Bytes of kernel rows kept over all models: the estimator's ``cache_size``; or one fit's rows per split if
-        that is more and they are large, as they are then lent on as memory (each fit's are within ``cache_size``).
-        Small ones come from memory glibc reuses: keeping more of them only costs fresh pages."""
-        holders = [m._kernel_rows for _, m in self.warm_models.values() if getattr(m, "_kernel_rows", None) is not None]
-        large = [rows.nbytes for rows in holders if rows.largest_nbytes >= FRESH_MEMORY_BYTES]
+    def _row_holders(self) -> list[tuple[int, object]]:
+        """(split, model) of the kept models that hold kernel rows, the least recently kept first."""
+        return [(split, model) for (split, _), (_, model) in self.warm_models.items()
+                if getattr(model, "_kernel_rows", None) is not None]
+
+    def _rows_budget(self, holders: list[tuple[int, object]]) -> int:
+        """Bytes of kernel rows kept over all models (``holders``: :meth:`_row_holders`): the estimator's
+        ``cache_size``; or one fit's rows per split if that is more and they are large, as they are then lent on as
+        memory (each fit's are within ``cache_size``).  Small ones come from memory glibc reuses: keeping more of
+        them only costs fresh pages."""
+        large = [m._kernel_rows.nbytes for _, m in holders if m._kernel_rows.largest_nbytes >= FRESH_MEMORY_BYTES]
         return max(self.cache_bytes, len(self.splits) * max(large, default=0))
 
     def _nearest_start(self, split, key, first_params):
