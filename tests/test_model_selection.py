@@ -570,54 +570,58 @@ def test_warm_search_starts_each_fit_from_the_nearest_model_and_passes_kept_kern
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)
 
 
-def test_kept_kernel_rows_of_all_kept_models_stay_within_cache_size():
-    from types import SimpleNamespace
-
+def _rows_evaluator(cache_size=1, n_splits=3):
     from coresvm import CoreSVC
     from coresvm.model_selection import _CandidateEvaluator
 
-    evaluator = _CandidateEvaluator(None, None, None, [], CoreSVC(cache_size=1), ("C", "warm_start"), None, None,
-                                    {}, None)
-    models = [SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=400_000, largest_nbytes=400_000)) for _ in range(4)]
-    for k, model in enumerate(models):
-        evaluator._keep(0, f"point {k}", {"C": k}, model)
-    assert [model._kernel_rows is not None for model in models] == [False, False, True, True]  # 1 MiB: two fit
-    big = SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=2**21, largest_nbytes=2**21))
-    evaluator._keep(0, "big", {"C": 9}, big)
-    assert big._kernel_rows is None and models[3]._kernel_rows is None  # larger than the budget alone: not kept
+    splits = [(np.arange(3), np.arange(3, 6))] * n_splits
+    axes = [("C", [0.25, 1.0, 4.0, 16.0]), ("gamma", [0.01, 0.1, 1.0])]
+    return _CandidateEvaluator(None, None, None, splits, CoreSVC(cache_size=cache_size), ("C", "warm_start"),
+                               None, None, {}, None, axes)
 
 
-def test_kept_kernel_rows_budget_holds_one_fit_per_split_and_lends_memory():
-    """Over cache_size, one fit's rows per split are still kept; a fit whose start holds no rows at its kernel
-    borrows the split's oldest rows for their memory when they are large or the budget is full."""
+def _holding(nbytes):
     from types import SimpleNamespace
 
-    from coresvm import CoreSVC
-    from coresvm.model_selection import FRESH_MEMORY_BYTES, _CandidateEvaluator
+    return SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=nbytes))
 
-    splits = [(np.arange(3), np.arange(3, 6))] * 3
-    evaluator = _CandidateEvaluator(None, None, None, splits, CoreSVC(cache_size=1), ("C", "warm_start"), None,
-                                    None, {}, None)
 
-    def rows(nbytes):
-        return SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=nbytes, largest_nbytes=nbytes))
+def test_kept_kernel_rows_budget_is_two_fits_per_split_dropping_unexpected_rows_first():
+    """All kept models' rows stay within two fits' rows per split (at least cache_size); over it, the oldest rows
+    that no later fit is expected to read go first, then the others."""
+    evaluator = _rows_evaluator(cache_size=1, n_splits=2)
+    evaluator._best_params = {"C": 1.0, "gamma": 0.1}
+    models = [_holding(2**19) for _ in range(6)]
+    gammas = [0.1, 0.01, 1.0, 0.01, 1.0, 0.01]
+    for k, (model, gamma) in enumerate(zip(models, gammas, strict=True)):
+        evaluator._keep(k % 2, f"point {k}", {"C": 4.0, "gamma": gamma}, model)
+    assert evaluator._rows_budget(evaluator._row_holders()) == 2 * 2 * 2**19  # above cache_size (1 MiB)
+    # the oldest (gamma 0.1) is the best point's kernel: the two oldest of the others went instead
+    assert [model._kernel_rows is not None for model in models] == [True, False, False, True, True, True]
+    big = _holding(2**21)  # a fit's rows as large as cache_size: two per split of those fit
+    evaluator._keep(0, "big", {"C": 1.0, "gamma": 1.0}, big)
+    holders = evaluator._row_holders()
+    assert big._kernel_rows is not None and len(holders) == 5
+    assert sum(m._kernel_rows.nbytes for *_, m in holders) <= evaluator._rows_budget(holders) == 2 * 2 * 2**21
 
-    models = [rows(FRESH_MEMORY_BYTES) for _ in range(3)]  # large ones, each above cache_size
-    for split, model in enumerate(models):
-        evaluator._keep(split, "point", {"C": 1.0}, model)
-    assert all(model._kernel_rows is not None for model in models)
-    lent = models[1]._kernel_rows
-    assert evaluator._spare_kernel_rows(1) is lent and models[1]._kernel_rows is None  # large: lent
-    assert evaluator._spare_kernel_rows(1) is None  # the split holds no more
-    small = [rows(2**19) for _ in range(3)]  # small ones: within cache_size (1 MiB) only
-    evaluator = _CandidateEvaluator(None, None, None, splits, CoreSVC(cache_size=1), ("C", "warm_start"), None,
-                                    None, {}, None)
-    for split, model in enumerate(small):
-        evaluator._keep(split, "point", {"C": 1.0}, model)
-    assert [model._kernel_rows is not None for model in small] == [False, True, True]
-    held = small[1]._kernel_rows
-    assert evaluator._spare_kernel_rows(1) is held and small[1]._kernel_rows is None  # the budget is full: lent
-    assert evaluator._spare_kernel_rows(2) is None  # room for another fit's rows: kept for their values
+
+def test_kept_kernel_rows_go_to_a_fit_at_their_kernel_and_unexpected_ones_are_lent_as_memory():
+    evaluator = _rows_evaluator(cache_size=100)
+    old, same, other = _holding(10), _holding(10), _holding(10)
+    evaluator._keep(1, "old", {"C": 1.0, "gamma": 0.01}, old)
+    evaluator._keep(1, "same", {"C": 4.0, "gamma": 0.1}, same)
+    evaluator._keep(2, "other split", {"C": 16.0, "gamma": 0.1}, other)
+    rows = same._kernel_rows
+    assert evaluator._take_kernel_rows(1, {"C": 16.0, "gamma": 0.1}) is rows and same._kernel_rows is None
+    assert evaluator._take_kernel_rows(1, {"C": 16.0, "gamma": 0.1}) is None  # taken once; split 2's stay
+    # a job of the batch still to run at gamma 0.01 on split 1 expects the old rows: not lent
+    evaluator._pending = [([7], 1, "next", [{"C": 4.0, "gamma": 0.01}])]
+    assert evaluator._spare_kernel_rows(1) is None and old._kernel_rows is not None
+    evaluator._pending = [([8], 2, "next", [{"C": 4.0, "gamma": 0.01}])]  # another split's job
+    rows = old._kernel_rows
+    assert evaluator._spare_kernel_rows(1) is rows and old._kernel_rows is None
+    evaluator._best_params = {"C": 1.0, "gamma": 0.1}  # split 2's rows are at the best point's kernel
+    assert evaluator._spare_kernel_rows(2) is None and other._kernel_rows is not None
 
 
 def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch):

@@ -155,6 +155,29 @@ def test_warm_fit_on_the_same_X_reuses_inner_products_and_reaches_the_cold_optim
     np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
 
 
+def test_a_warm_fit_reading_inner_products_completes_them_for_the_fits_after_it(digits, monkeypatch):
+    """The first warm fit keeps its working sets' inner products; the next one (a sequence: a search) computes
+    each pair's missing ones once, so the one after it is given every point's and computes none."""
+    X, y = digits
+    params = dict(tol=1e-4, max_iter=10**6, random_state=0)
+    warm = CoreSVC(C=10, gamma=0.05, warm_start=True, **params).fit(X, y)
+    sizes = {index: len(rows) for index, (rows, _, _) in warm._dot_rows.rows.items()}
+    assert any(len(points) < sizes[index] for index, (_, points, _) in warm._dot_rows.rows.items())
+    warm.set_params(C=100).fit(X.copy(), y)
+    for rows, points, dots in warm._dot_rows.rows.values():
+        np.testing.assert_array_equal(points, np.arange(len(rows)))
+        np.testing.assert_allclose(dots, X[rows] @ X[rows].T, rtol=1e-12, atol=1e-12)
+    given = _spy_on_dot_rows(monkeypatch)
+    warm.set_params(C=3, gamma=0.2).fit(X.copy(), y)
+    assert sorted(given) == sorted(sizes.values())  # every pair: all its points
+    cold = CoreSVC(C=3, gamma=0.2, **params).fit(X, y)
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+    small_budget = CoreSVC(C=10, gamma=0.05, warm_start=True, cache_size=0.2, **params).fit(X, y)
+    small_budget.set_params(C=100).fit(X, y)  # every pair's products (~0.6 MB) would not fit 0.2 MB: not completed
+    assert small_budget._dot_rows is None or any(
+        len(points) < len(rows) for rows, points, _ in small_budget._dot_rows.rows.values())
+
+
 def test_inner_products_are_not_reused_when_X_changed(digits, monkeypatch):
     """Rows that are no support vectors changed: the old solution is still a valid start, the old inner
     products are not (a model built from them would be wrong)."""

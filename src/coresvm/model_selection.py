@@ -504,11 +504,6 @@ def _movable(estimator) -> bool:
     return callable(getattr(estimator, "_moved_to_rows", None))
 
 
-# glibc serves allocations above its mmap threshold (at most 32 MiB) with fresh pages each time, whose first touch
-# is slow; a kept buffer this large is reused for its memory by the next fit on its split rather than kept.
-FRESH_MEMORY_BYTES = 32 * 2**20
-
-
 class _CandidateEvaluator:
     """``evaluate_candidates`` of ``PatternSearchCV``: cross-validates a batch of parameter sets
     on the fixed splits and returns all results so far, formatted as ``cv_results_``.
@@ -520,9 +515,10 @@ class _CandidateEvaluator:
     (``self.warm_models`` keeps every fitted model), in this order of preference:
 
     1. a model of the same split, nearest in grid index distance (ties: fewer steps off the C axis).
-       At the same gamma the fit also takes over the model's kept kernel rows (only C changes);
-       at another gamma the old dual is still a feasible start and its support set is close, and the
-       fit may borrow the split's oldest kept rows for their memory (:meth:`_spare_kernel_rows`);
+       At the same gamma the fit also takes over kept kernel rows of that gamma on the split (only C
+       changes; :meth:`_take_kernel_rows`); at another gamma the old dual is still a feasible start and
+       its support set is close, and the fit borrows kept rows no later fit is expected to read, for
+       their memory (:meth:`_spare_kernel_rows`);
     2. the nearest model of another split, restricted to the rows both splits train on (gsvm's
        support-vector reuse across folds). To make this possible the very first fit of a search
        (the first candidate, a pattern's centre, on split 0) runs alone, before the others.
@@ -558,6 +554,8 @@ class _CandidateEvaluator:
         self.n_fits = 0
         self.n_warm_fits = 0
         self._row_positions: dict[int, np.ndarray] = {}
+        self._pending: list = []  # the current batch's jobs not started yet (their kernels' rows are kept)
+        self._best_params: dict | None = None  # the best point of the batches before (likely the next centre)
 
     def _jobs(self, candidates, done=frozenset()):
         """(output positions, split index, group or point key, parameter list) per job, leaving out the output
@@ -620,30 +618,46 @@ class _CandidateEvaluator:
         if split in self.dot_rows and hasattr(start, "_warm_rows"):
             start._dot_rows = self.dot_rows[split]  # the fold's inner products: any gamma, any C
         if self.transfer and getattr(start, "_kernel_rows", None) is None:
-            start._kernel_rows = self._spare_kernel_rows(split)
+            start._kernel_rows = self._take_kernel_rows(split, first_params) or self._spare_kernel_rows(split)
         return start
 
-    def _spare_kernel_rows(self, split):
-        """Kernel rows for a fit whose start model holds none at its kernel: when the budget holds no more rows or
-        they are large, the rows kept longest on ``split`` (those ``_keep`` would drop next), taken from their
-        model, for their memory (the first touch of fresh memory is slow: ~1.5 ms per MB on the benchmark VM; the
-        fit reuses their values only if they happen to be at its kernel); else none."""
-        all_holders = self._row_holders()
-        holders = [model for other, model in all_holders if other == split]
-        total = sum(model._kernel_rows.nbytes for _, model in all_holders)
-        if not holders or (total + holders[-1]._kernel_rows.nbytes <= self._rows_budget(all_holders)
-                           and holders[0]._kernel_rows.largest_nbytes < FRESH_MEMORY_BYTES):
+    def _take_kernel_rows(self, split, params):
+        """The kernel rows kept latest on ``split`` at the kernel of ``params`` (any C), taken from their model: a
+        fit at the same gamma computes none of their rows, whichever model it starts from."""
+        same_kernel = [model for other, kept_params, model in self._row_holders()
+                       if other == split and self._grid_distance(kept_params, params)[0] == 0]
+        if not same_kernel:
             return None
-        spare, holders[0]._kernel_rows = holders[0]._kernel_rows, None
-        return spare
+        rows, same_kernel[-1]._kernel_rows = same_kernel[-1]._kernel_rows, None
+        return rows
+
+    def _spare_kernel_rows(self, split):
+        """Kernel rows for a fit that finds none at its kernel: the rows kept longest on ``split`` that no later
+        fit is expected to read (:meth:`_expected`), taken from their model for their memory (the fit
+        overwrites them).  The first touch of fresh memory is slow (~1.5 ms per MB on the benchmark VM: as much
+        as computing a USPS kernel row), and glibc gives large arrays fresh pages each time; else none."""
+        for other, params, model in self._row_holders():
+            if other == split and not self._expected(split, params):
+                spare, model._kernel_rows = model._kernel_rows, None
+                return spare
+        return None
+
+    def _expected(self, split, params) -> bool:
+        """Whether a later fit on ``split`` is expected at the kernel of ``params`` (any C): a job of the current
+        batch not started yet, or the best point so far (the pattern's next centre, as a rule)."""
+        expected = [parameter_list[0] for _, other, _, parameter_list in self._pending if other == split]
+        if self._best_params is not None:
+            expected.append(self._best_params)
+        return any(self._grid_distance(params, point)[0] == 0 for point in expected)
 
     def _keep(self, split, key, params, model) -> None:
         """Keep a job's last model as a start for later fits; its inner products (coresvm's ``_dot_rows``, the
         same for every gamma and C of a fold) are kept once per fold, the latest per sub-problem (a fit carries
         forward the rows it used): one copy per fold, not one per model.  Its kernel rows (coresvm's
-        ``_kernel_rows``) stay with it, for the first later fit that starts from it at the same kernel (or
+        ``_kernel_rows``) stay with it, for the first later fit at the same kernel on the split (or one that
         borrows them as memory, :meth:`_spare_kernel_rows`); all models' together stay within
-        :meth:`_rows_budget`, the oldest dropped first."""
+        :meth:`_rows_budget`, dropped oldest first: those no later fit is expected to read (:meth:`_expected`),
+        then the others."""
         self.warm_models.pop((split, key), None)  # re-inserted last: dicts keep insertion order
         self.warm_models[(split, key)] = (params, model)
         rows = getattr(model, "_dot_rows", None)
@@ -653,11 +667,11 @@ class _CandidateEvaluator:
                 rows.rows = {**older.rows, **rows.rows}  # kernel rows computed no inner products for it)
             self.dot_rows[split] = rows
             model._dot_rows = None
-        all_holders = self._row_holders()
-        holders = [m for _, m in all_holders]
-        total = sum(m._kernel_rows.nbytes for m in holders)
-        budget = self._rows_budget(all_holders)
-        for old in holders[:-1]:
+        holders = self._row_holders()
+        budget = self._rows_budget(holders)
+        total = sum(m._kernel_rows.nbytes for _, _, m in holders)
+        older = sorted(holders[:-1], key=lambda holder: self._expected(holder[0], holder[1]))  # stable: oldest first
+        for old in [m for _, _, m in older]:
             if total <= budget:
                 break
             total -= old._kernel_rows.nbytes
@@ -665,18 +679,17 @@ class _CandidateEvaluator:
         if total > budget:
             model._kernel_rows = None
 
-    def _row_holders(self) -> list[tuple[int, object]]:
-        """(split, model) of the kept models that hold kernel rows, the least recently kept first."""
-        return [(split, model) for (split, _), (_, model) in self.warm_models.items()
+    def _row_holders(self) -> list[tuple[int, dict, object]]:
+        """(split, parameters, model) of the kept models that hold kernel rows, the least recently kept first."""
+        return [(split, params, model) for (split, _), (params, model) in self.warm_models.items()
                 if getattr(model, "_kernel_rows", None) is not None]
 
-    def _rows_budget(self, holders: list[tuple[int, object]]) -> int:
-        """Bytes of kernel rows kept over all models (``holders``: :meth:`_row_holders`): the estimator's
-        ``cache_size``; or one fit's rows per split if that is more and they are large, as they are then lent on as
-        memory (each fit's are within ``cache_size``).  Small ones come from memory glibc reuses: keeping more of
-        them only costs fresh pages."""
-        large = [m._kernel_rows.nbytes for _, m in holders if m._kernel_rows.largest_nbytes >= FRESH_MEMORY_BYTES]
-        return max(self.cache_bytes, len(self.splits) * max(large, default=0))
+    def _rows_budget(self, holders: list[tuple[int, dict, object]]) -> int:
+        """Bytes of kernel rows kept over all models (``holders``: :meth:`_row_holders`): two fits' rows per split
+        (those of the best point's kernel and a spare to write the next kernel's rows into), each fit's within
+        ``cache_size`` (so at most ``2 * n_splits * cache_size``); at least ``cache_size``."""
+        largest = max((m._kernel_rows.nbytes for _, _, m in holders), default=0)
+        return max(self.cache_bytes, 2 * len(self.splits) * largest)
 
     def _nearest_start(self, split, key, first_params):
         if key is None:
@@ -715,10 +728,16 @@ class _CandidateEvaluator:
             return (self._start_estimator(split, key, parameter_list[0]), self.X, self.y, *self.splits[split],
                     parameter_list, (split, n_splits), self.thread_limit, kwargs)
 
+        def each_job():
+            for k, job in enumerate(jobs):
+                self._pending = jobs[k + 1:]
+                yield job
+            self._pending = []
+
         if self.one_at_a_time:  # here, each job's start chosen when the jobs before it are kept (lazily, by zip)
-            results = (_fit_candidates(*arguments(job)) for job in jobs)
+            results = (_fit_candidates(*arguments(job)) for job in each_job())
         else:  # every start chosen before the batch runs
-            results = self.parallel([delayed(_fit_candidates)(*arguments(job)) for job in jobs])
+            results = self.parallel([delayed(_fit_candidates)(*arguments(job)) for job in each_job()])
         for (positions, split, key, parameter_list), (outputs, model, n_warm) in zip(jobs, results, strict=True):
             for position, output in zip(positions, outputs, strict=True):
                 out[position] = output
@@ -753,6 +772,9 @@ class _CandidateEvaluator:
         self.all_params.extend(candidates)
         self.all_out.extend(out)
         self.results = self.search._format_results(self.all_params, n_splits, self.all_out)
+        means = np.asarray(self.results[self.search._climb_key(self.results)], dtype=float)
+        if np.isfinite(means).any():
+            self._best_params = self.all_params[int(np.nanargmax(np.where(np.isfinite(means), means, np.nan)))]
         self.progress.batch_done(self.n_fits, self.results, self.search._climb_key(self.results))
         return self.results
 
