@@ -622,6 +622,10 @@ def test_kept_kernel_rows_go_to_a_fit_at_their_kernel_and_unexpected_ones_are_le
     assert evaluator._spare_kernel_rows(1) is rows and old._kernel_rows is None
     evaluator._best_params = {"C": 1.0, "gamma": 0.1}  # split 2's rows are at the best point's kernel
     assert evaluator._spare_kernel_rows(2) is None and other._kernel_rows is not None
+    newer = _holding(10)  # the latest rows at that kernel on split 2: a fit there takes these, the older ones are
+    evaluator._keep(2, "newer", {"C": 4.0, "gamma": 0.1}, newer)  # spare
+    rows = other._kernel_rows
+    assert evaluator._spare_kernel_rows(2) is rows and newer._kernel_rows is not None
 
 
 def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch):

@@ -633,14 +633,23 @@ class _CandidateEvaluator:
 
     def _spare_kernel_rows(self, split):
         """Kernel rows for a fit that finds none at its kernel: the rows kept longest on ``split`` that no later
-        fit is expected to read (:meth:`_expected`), taken from their model for their memory (the fit
-        overwrites them).  The first touch of fresh memory is slow (~1.5 ms per MB on the benchmark VM: as much
-        as computing a USPS kernel row), and glibc gives large arrays fresh pages each time; else none."""
-        for other, params, model in self._row_holders():
-            if other == split and not self._expected(split, params):
+        fit will read (:meth:`_lendable`), taken from their model for their memory (the fit overwrites them).
+        The first touch of fresh memory is slow (~1.5 ms per MB on the benchmark VM: as much as computing a USPS
+        kernel row), and glibc gives large arrays fresh pages each time; else none."""
+        holders = self._row_holders()
+        for (other, _, model), lendable in zip(holders, self._lendable(holders), strict=True):
+            if other == split and lendable:
                 spare, model._kernel_rows = model._kernel_rows, None
                 return spare
         return None
+
+    def _lendable(self, holders: list[tuple[int, dict, object]]) -> list[bool]:
+        """Per holder (:meth:`_row_holders`), whether no later fit will read its rows: a later holder on its
+        split has rows at its kernel (:meth:`_take_kernel_rows` takes the latest), or no fit is expected there
+        (:meth:`_expected`)."""
+        return [any(other == split and self._grid_distance(later, params)[0] == 0
+                    for other, later, _ in holders[k + 1:]) or not self._expected(split, params)
+                for k, (split, params, _) in enumerate(holders)]
 
     def _expected(self, split, params) -> bool:
         """Whether a later fit on ``split`` is expected at the kernel of ``params`` (any C): a job of the current
@@ -656,8 +665,8 @@ class _CandidateEvaluator:
         forward the rows it used): one copy per fold, not one per model.  Its kernel rows (coresvm's
         ``_kernel_rows``) stay with it, for the first later fit at the same kernel on the split (or one that
         borrows them as memory, :meth:`_spare_kernel_rows`); all models' together stay within
-        :meth:`_rows_budget`, dropped oldest first: those no later fit is expected to read (:meth:`_expected`),
-        then the others."""
+        :meth:`_rows_budget`, dropped oldest first: those no later fit will read (:meth:`_lendable`), then the
+        others."""
         self.warm_models.pop((split, key), None)  # re-inserted last: dicts keep insertion order
         self.warm_models[(split, key)] = (params, model)
         rows = getattr(model, "_dot_rows", None)
@@ -670,8 +679,9 @@ class _CandidateEvaluator:
         holders = self._row_holders()
         budget = self._rows_budget(holders)
         total = sum(m._kernel_rows.nbytes for _, _, m in holders)
-        older = sorted(holders[:-1], key=lambda holder: self._expected(holder[0], holder[1]))  # stable: oldest first
-        for old in [m for _, _, m in older]:
+        lendable = self._lendable(holders)
+        older = sorted(range(len(holders) - 1), key=lambda k: not lendable[k])  # stable: the oldest first
+        for old in [holders[k][2] for k in older]:
             if total <= budget:
                 break
             total -= old._kernel_rows.nbytes
