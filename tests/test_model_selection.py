@@ -649,11 +649,22 @@ def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch
         return result
 
     monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    from coresvm.model_selection import _CandidateEvaluator
+
+    real_take, taken = _CandidateEvaluator._take_kernel_rows, []
+
+    def take(self, split, params):
+        rows = real_take(self, split, params)
+        taken.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(_CandidateEvaluator, "_take_kernel_rows", take)
     grid = {"C": [0.25, 1.0, 4.0], "gamma": [0.01, 0.04, 0.16]}
     search = PatternSearchCV(CoreSVC(cache_size=40, random_state=0), grid, cv=3, n_restarts=0,
                              refit=False).fit(X, y)
     monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
     assert search.n_fits_ > 12 and sum(lent) >= 3  # buffers lent as memory at another gamma
+    assert any(taken)  # rows at a fit's gamma taken from a model other than its start
     assert len(buffers) < search.n_fits_ // 2
     cold = PatternSearchCV(CoreSVC(cache_size=40, random_state=0), grid, cv=3, n_restarts=0, refit=False,
                            warm_start=False).fit(X, y)

@@ -172,10 +172,10 @@ def test_a_warm_fit_reading_inner_products_completes_them_for_the_fits_after_it(
     assert sorted(given) == sorted(sizes.values())  # every pair: all its points
     cold = CoreSVC(C=3, gamma=0.2, **params).fit(X, y)
     np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
-    small_budget = CoreSVC(C=10, gamma=0.05, warm_start=True, cache_size=0.2, **params).fit(X, y)
-    small_budget.set_params(C=100).fit(X, y)  # every pair's products (~0.6 MB) would not fit 0.2 MB: not completed
-    assert small_budget._dot_rows is None or any(
-        len(points) < len(rows) for rows, points, _ in small_budget._dot_rows.rows.values())
+    small_budget = CoreSVC(C=10, gamma=0.05, warm_start=True, cache_size=1, **params).fit(X, y)
+    small_budget.set_params(C=100).fit(X, y)  # each pair fits 1 MB, all pairs' products (2.9 MB) do not
+    assert small_budget._dot_rows is not None
+    assert all(len(points) < len(rows) for rows, points, _ in small_budget._dot_rows.rows.values())
 
 
 def test_inner_products_are_not_reused_when_X_changed(digits, monkeypatch):

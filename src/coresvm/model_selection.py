@@ -554,7 +554,7 @@ class _CandidateEvaluator:
         self.n_fits = 0
         self.n_warm_fits = 0
         self._row_positions: dict[int, np.ndarray] = {}
-        self._pending: list = []  # the current batch's jobs not started yet (their kernels' rows are kept)
+        self._pending: list = []  # the jobs of the running _run call not started yet (their kernels' rows are kept)
         self._best_params: dict | None = None  # the best point of the batches before (likely the next centre)
 
     def _jobs(self, candidates, done=frozenset()):
@@ -592,6 +592,12 @@ class _CandidateEvaluator:
     def _group_key(self, params) -> str:
         return repr(sorted((k, v) for k, v in params.items() if k != self.warm_keys[0]))
 
+    def _same_kernel(self, a: dict, b: dict) -> bool:
+        """Whether two points of the grid differ in C at most (the same gamma and other kernel parameters; those
+        missing from either point are not compared: a fit re-checks kept rows' kernel before reading them,
+        ``CoreSVC._previous_kernel_rows``, else uses them as memory only)."""
+        return self._grid_distance(a, b)[0] == 0
+
     def _grid_distance(self, a: dict, b: dict) -> tuple[int, int]:
         """(index distance on the non-C axes, on the C axis) between two points of the grid."""
         other, along_c = 0, 0
@@ -625,7 +631,7 @@ class _CandidateEvaluator:
         """The kernel rows kept latest on ``split`` at the kernel of ``params`` (any C), taken from their model: a
         fit at the same gamma computes none of their rows, whichever model it starts from."""
         same_kernel = [model for other, kept_params, model in self._row_holders()
-                       if other == split and self._grid_distance(kept_params, params)[0] == 0]
+                       if other == split and self._same_kernel(kept_params, params)]
         if not same_kernel:
             return None
         rows, same_kernel[-1]._kernel_rows = same_kernel[-1]._kernel_rows, None
@@ -635,7 +641,8 @@ class _CandidateEvaluator:
         """Kernel rows for a fit that finds none at its kernel: the rows kept longest on ``split`` that no later
         fit will read (:meth:`_lendable`), taken from their model for their memory (the fit overwrites them).
         The first touch of fresh memory is slow (~1.5 ms per MB on the benchmark VM: as much as computing a USPS
-        kernel row), and glibc gives large arrays fresh pages each time; else none."""
+        kernel row), and glibc gives large arrays fresh pages each time.  None when every holder's rows may be
+        read later."""
         holders = self._row_holders()
         for (other, _, model), lendable in zip(holders, self._lendable(holders), strict=True):
             if other == split and lendable:
@@ -647,17 +654,18 @@ class _CandidateEvaluator:
         """Per holder (:meth:`_row_holders`), whether no later fit will read its rows: a later holder on its
         split has rows at its kernel (:meth:`_take_kernel_rows` takes the latest), or no fit is expected there
         (:meth:`_expected`)."""
-        return [any(other == split and self._grid_distance(later, params)[0] == 0
+        return [any(other == split and self._same_kernel(later, params)
                     for other, later, _ in holders[k + 1:]) or not self._expected(split, params)
                 for k, (split, params, _) in enumerate(holders)]
 
     def _expected(self, split, params) -> bool:
-        """Whether a later fit on ``split`` is expected at the kernel of ``params`` (any C): a job of the current
-        batch not started yet, or the best point so far (the pattern's next centre, as a rule)."""
+        """Whether a later fit on ``split`` is expected at the kernel of ``params`` (any C): a job of the running
+        step not started yet (known with one job at a time; with parallel jobs every start is chosen before any
+        job runs), or the best point of the steps before (the pattern's next centre, as a rule)."""
         expected = [parameter_list[0] for _, other, _, parameter_list in self._pending if other == split]
         if self._best_params is not None:
             expected.append(self._best_params)
-        return any(self._grid_distance(params, point)[0] == 0 for point in expected)
+        return any(self._same_kernel(params, point) for point in expected)
 
     def _keep(self, split, key, params, model) -> None:
         """Keep a job's last model as a start for later fits; its inner products (coresvm's ``_dot_rows``, the
@@ -692,12 +700,13 @@ class _CandidateEvaluator:
     def _row_holders(self) -> list[tuple[int, dict, object]]:
         """(split, parameters, model) of the kept models that hold kernel rows, the least recently kept first."""
         return [(split, params, model) for (split, _), (params, model) in self.warm_models.items()
-                if getattr(model, "_kernel_rows", None) is not None]
+                if getattr(getattr(model, "_kernel_rows", None), "nbytes", 0) > 0]
 
     def _rows_budget(self, holders: list[tuple[int, dict, object]]) -> int:
-        """Bytes of kernel rows kept over all models (``holders``: :meth:`_row_holders`): two fits' rows per split
-        (those of the best point's kernel and a spare to write the next kernel's rows into), each fit's within
-        ``cache_size`` (so at most ``2 * n_splits * cache_size``); at least ``cache_size``."""
+        """Bytes of kernel rows kept over all models (``holders``: :meth:`_row_holders`): ``2 * n_splits`` times
+        the largest fit's rows (on average, per split, those of the best point's kernel and a spare to write the
+        next kernel's rows into), each fit's within ``cache_size``, so at most ``2 * n_splits * cache_size``;
+        at least ``cache_size``."""
         largest = max((m._kernel_rows.nbytes for _, _, m in holders), default=0)
         return max(self.cache_bytes, 2 * len(self.splits) * largest)
 
@@ -716,7 +725,7 @@ class _CandidateEvaluator:
         # written by the next fit: they go to the first fit at the same kernel, the model keeps none.
         start = copy.copy(model)
         start._kernel_rows = None
-        if self._grid_distance(params, first_params)[0] == 0:
+        if self._same_kernel(params, first_params):
             start._kernel_rows, model._kernel_rows = getattr(model, "_kernel_rows", None), None
         return start
 
@@ -725,6 +734,9 @@ class _CandidateEvaluator:
         model nearest to ``best_params`` (every row a fold trained on is a row of the whole set)."""
         if not (self.transfer and self.warm_models):
             return clone(self.base_estimator).set_params(**best_params)
+        self.dot_rows.clear()  # the refit reads none of the folds' kept rows: free them before it runs
+        for _, _, holder in self._row_holders():
+            holder._kernel_rows = None
         (split, _), (_, model) = min(self.warm_models.items(),
                                      key=lambda item: (sum(self._grid_distance(item[1][0], best_params)), item[0][0]))
         return model._moved_to_rows(np.asarray(self.splits[split][0])).set_params(**best_params)
@@ -739,10 +751,12 @@ class _CandidateEvaluator:
                     parameter_list, (split, n_splits), self.thread_limit, kwargs)
 
         def each_job():
-            for k, job in enumerate(jobs):
-                self._pending = jobs[k + 1:]
-                yield job
-            self._pending = []
+            try:
+                for k, job in enumerate(jobs):
+                    self._pending = jobs[k + 1:]
+                    yield job
+            finally:
+                self._pending = []
 
         if self.one_at_a_time:  # here, each job's start chosen when the jobs before it are kept (lazily, by zip)
             results = (_fit_candidates(*arguments(job)) for job in each_job())
@@ -782,11 +796,19 @@ class _CandidateEvaluator:
         self.all_params.extend(candidates)
         self.all_out.extend(out)
         self.results = self.search._format_results(self.all_params, n_splits, self.all_out)
-        means = np.asarray(self.results[self.search._climb_key(self.results)], dtype=float)
-        if np.isfinite(means).any():
-            self._best_params = self.all_params[int(np.nanargmax(np.where(np.isfinite(means), means, np.nan)))]
+        best = _best_index(self.results[self.search._climb_key(self.results)])
+        if best is not None:
+            self._best_params = self.all_params[best]
         self.progress.batch_done(self.n_fits, self.results, self.search._climb_key(self.results))
         return self.results
+
+
+def _best_index(scores) -> int | None:
+    """Position of the highest finite score, or None when there is none."""
+    scores = np.asarray(scores, dtype=float)
+    if not np.isfinite(scores).any():
+        return None
+    return int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
 
 
 def _index_of(values: list, value) -> int:
@@ -814,8 +836,8 @@ class _Progress:
 
     def batch_done(self, n_fits: int, results: dict, climb_key: str) -> None:
         scores = np.asarray(results[climb_key], dtype=float)
-        if np.any(np.isfinite(scores)):
-            best = int(np.nanargmax(np.where(np.isfinite(scores), scores, -np.inf)))
+        best = _best_index(scores)
+        if best is not None:
             shown = ", ".join(f"{k}={v:g}" if isinstance(v, numbers.Real) else f"{k}={v!r}"
                               for k, v in results["params"][best].items())
             self.best = f", best {scores[best]:.4f} at {shown}"

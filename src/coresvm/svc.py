@@ -307,7 +307,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         with at least 64 features also keep their working sets' inner
         products ``<x_i, x_j>`` (at most ``cache_size`` MB, in memory only:
         not pickled or saved), which the next warm fit on the same ``X``
-        reads instead of computing, for any C and gamma.
+        reads instead of computing, for any C and gamma; a fit that reads
+        them completes each pair's to all of its points once, when they
+        all fit ``cache_size``, so the fits after it compute none.
     callback : callable or None, default=None
         ``callback(info) -> bool`` called during training with a dict:
         ``problem`` (index of the sub-problem), ``label`` (its pair ``(a, b)``
