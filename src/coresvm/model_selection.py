@@ -735,8 +735,8 @@ class _CandidateEvaluator:
         if not (self.transfer and self.warm_models):
             return clone(self.base_estimator).set_params(**best_params)
         self.dot_rows.clear()  # the refit reads none of the folds' kept rows: free them before it runs
-        for _, _, holder in self._row_holders():
-            holder._kernel_rows = None
+        for _, _, kept_model in self._row_holders():
+            kept_model._kernel_rows = None
         (split, _), (_, model) = min(self.warm_models.items(),
                                      key=lambda item: (sum(self._grid_distance(item[1][0], best_params)), item[0][0]))
         return model._moved_to_rows(np.asarray(self.splits[split][0])).set_params(**best_params)
@@ -796,10 +796,11 @@ class _CandidateEvaluator:
         self.all_params.extend(candidates)
         self.all_out.extend(out)
         self.results = self.search._format_results(self.all_params, n_splits, self.all_out)
-        best = _best_index(self.results[self.search._climb_key(self.results)])
+        climb_key = self.search._climb_key(self.results)
+        best = _best_index(self.results[climb_key])
         if best is not None:
             self._best_params = self.all_params[best]
-        self.progress.batch_done(self.n_fits, self.results, self.search._climb_key(self.results))
+        self.progress.batch_done(self.n_fits, self.results, climb_key)
         return self.results
 
 
