@@ -328,6 +328,39 @@ def test_warm_start_with_coresvc():
     assert warm.best_estimator_.warm_start is False  # ... and keeps the user's setting
 
 
+def test_warm_search_frees_kept_models_prediction_arrays_after_scoring(monkeypatch):
+    """A warm search keeps every CoreSVC it fits as a start; once scored, a kept model drops the arrays only
+    prediction reads (``_pair_coef``, ``dual_coef_``: n_SV x n_pairs), so that each new fit's arrays reuse freed
+    memory; the refitted best estimator has them and predicts."""
+    from coresvm import CoreSVC
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(240, 2))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.6, 0.0, 0.6])  # four classes: six one-vs-one pairs
+    scored_with_coefficients, released = [], []
+    release = CoreSVC._release_prediction_arrays
+
+    def accuracy(estimator, X_test, y_test):
+        scored_with_coefficients.append(hasattr(estimator, "_pair_coef") and id(estimator) not in released)
+        return float(np.mean(estimator.predict(X_test) == y_test))
+
+    def spy(model):
+        released.append(id(model))
+        release(model)
+        assert not hasattr(model, "_pair_coef") and not hasattr(model, "dual_coef_")
+        assert hasattr(model, "_warm_rows")  # what a later warm start reads stays
+
+    monkeypatch.setattr(CoreSVC, "_release_prediction_arrays", spy)
+    grid = {"C": [1.0, 16.0, 256.0], "gamma": [0.25, 1.0, 4.0]}
+    warm = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=True, scoring=accuracy).fit(X, y)
+    cold = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=False, scoring=accuracy).fit(X, y)
+    assert len(released) == warm.n_fits_  # every kept model, each after it was scored
+    assert all(scored_with_coefficients)
+    assert warm.best_estimator_.dual_coef_.shape[0] == 3
+    assert hasattr(warm.best_estimator_, "_pair_coef")
+    assert np.mean(warm.best_estimator_.predict(X) == cold.best_estimator_.predict(X)) > 0.95
+
+
 def _dual_objective(model, X, y):
     """rho = a'Qa of the fitted binary CoreSVC (its solver's squared norm)."""
     return model.solver_info_[0]["rho"]

@@ -677,6 +677,9 @@ class _CandidateEvaluator:
         others."""
         self.warm_models.pop((split, key), None)  # re-inserted last: dicts keep insertion order
         self.warm_models[(split, key)] = (params, model)
+        release = getattr(model, "_release_prediction_arrays", None)
+        if release is not None:  # scored already: from now on only a start for later fits
+            release()
         rows = getattr(model, "_dot_rows", None)
         if rows is not None:
             older = self.dot_rows.get(split)
