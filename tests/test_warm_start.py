@@ -287,6 +287,33 @@ def test_kept_kernel_rows_are_not_used_after_X_changed_and_not_copied(digits, tm
     assert CoreSVC(C=1, gamma=0.05, random_state=0).fit(X, y)._kernel_rows is None  # cold fits keep none
 
 
+@pytest.mark.parametrize("change, rows_kept, heavy", [
+    ({"C": 16.0}, False, True),  # a larger C, the old support's rows not kept: heavy support vectors only
+    ({"C": 16.0}, True, False),  # ... their rows kept: the whole support (its rows are free)
+    ({"C": 0.25}, False, False),  # a smaller C: the support grows, all of it
+    ({"gamma": 2.0}, True, True),  # another kernel: heavy only
+])
+def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vectors(monkeypatch, change, rows_kept,
+                                                                                 heavy):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1100, 2))  # one problem of at least HEAVY_START_MIN_POINTS points
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.3).astype(int)
+    assert len(y) >= svc_module.HEAVY_START_MIN_POINTS
+    model = CoreSVC(C=1.0, gamma=0.5, tol=1e-4, warm_start=True, random_state=0).fit(X, y)
+    assert model._kernel_rows is not None
+    if not rows_kept:
+        model._kernel_rows = None
+    given = []
+    attach = svc_module._attach_warm_starts
+    monkeypatch.setattr(svc_module, "_attach_warm_starts",
+                        lambda problems, previous, heavy_only: given.append(heavy_only) or attach(problems, previous,
+                                                                                                  heavy_only))
+    model.set_params(**change).fit(X, y)
+    assert model.warm_started_ and given == [[heavy]]
+    cold = CoreSVC(**{"C": 1.0, "gamma": 0.5, **change}, tol=1e-4, random_state=0).fit(X, y)
+    np.testing.assert_allclose(_margins(model), _margins(cold), rtol=1e-3)
+
+
 def test_a_warm_start_at_another_kernel_starts_large_problems_from_their_heavy_support_vectors():
     rows = np.arange(10, dtype=np.int64)
     old_rows = np.array([1, 3, 5, 7, 2, 4], dtype=np.int64)
