@@ -214,9 +214,11 @@ def warm_up(args, X, y, X_test, y_test) -> None:
     """Untimed searches of each method on a few hundred of the rows first: the compiled solvers' first calls
     compile or load them (seconds), and that would be charged to whichever timed search came first."""
     few, labels = subsample(X, y, min(400, len(y) // 2), args.seed + 1)
+    few_test, test_labels = subsample(X_test, y_test, min(200, len(y_test)), args.seed + 1)
     cv = StratifiedKFold(2, shuffle=True, random_state=args.seed)
+    quiet = argparse.Namespace(**{**vars(args), "verbose": 0})
     for kind in dict.fromkeys(args.methods.split(",")):
-        run_search(kind, make_estimator(args), few, labels, X_test[:200], y_test[:200], cv, args)
+        run_search(kind, make_estimator(args), few, labels, few_test, test_labels, cv, quiet)
 
 
 def table(name: str, rows: list[dict], n_train: int, n_test: int, folds: int) -> str:

@@ -341,11 +341,12 @@ def test_warm_search_frees_kept_models_prediction_arrays_after_scoring(monkeypat
     release = CoreSVC._release_prediction_arrays
 
     def accuracy(estimator, X_test, y_test):
-        scored_with_coefficients.append(hasattr(estimator, "_pair_coef") and id(estimator) not in released)
+        scored_with_coefficients.append(hasattr(estimator, "_pair_coef")
+                                        and all(model is not estimator for model in released))
         return float(np.mean(estimator.predict(X_test) == y_test))
 
     def spy(model):
-        released.append(id(model))
+        released.append(model)  # the models themselves: ids of freed ones would be reused
         release(model)
         assert not hasattr(model, "_pair_coef") and not hasattr(model, "dual_coef_")
         assert hasattr(model, "_warm_rows")  # what a later warm start reads stays
@@ -353,9 +354,9 @@ def test_warm_search_frees_kept_models_prediction_arrays_after_scoring(monkeypat
     monkeypatch.setattr(CoreSVC, "_release_prediction_arrays", spy)
     grid = {"C": [1.0, 16.0, 256.0], "gamma": [0.25, 1.0, 4.0]}
     warm = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=True, scoring=accuracy).fit(X, y)
-    cold = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=False, scoring=accuracy).fit(X, y)
     assert len(released) == warm.n_fits_  # every kept model, each after it was scored
-    assert all(scored_with_coefficients)
+    assert len(scored_with_coefficients) == warm.n_fits_ and all(scored_with_coefficients)
+    cold = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=False).fit(X, y)
     assert warm.best_estimator_.dual_coef_.shape[0] == 3
     assert hasattr(warm.best_estimator_, "_pair_coef")
     assert np.mean(warm.best_estimator_.predict(X) == cold.best_estimator_.predict(X)) > 0.95

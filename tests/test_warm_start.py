@@ -291,7 +291,8 @@ def test_kept_kernel_rows_are_not_used_after_X_changed_and_not_copied(digits, tm
     ({"C": 16.0}, False, True),  # a larger C, the old support's rows not kept: heavy support vectors only
     ({"C": 16.0}, True, False),  # ... their rows kept: the whole support (its rows are free)
     ({"C": 0.25}, False, False),  # a smaller C: the support grows, all of it
-    ({"gamma": 2.0}, True, True),  # another kernel: heavy only
+    ({"gamma": 2.0}, True, True),  # another kernel: heavy only (its kept rows are only lent as memory)
+    ({"C": 1.5}, False, False),  # less than a grid step (x4) up: the whole support
 ])
 def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vectors(monkeypatch, change, rows_kept,
                                                                                  heavy):
@@ -300,7 +301,7 @@ def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vector
     y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.3).astype(int)
     assert len(y) >= svc_module.HEAVY_START_MIN_POINTS
     model = CoreSVC(C=1.0, gamma=0.5, tol=1e-4, warm_start=True, random_state=0).fit(X, y)
-    assert model._kernel_rows is not None
+    assert model._kernel_rows is not None and model._warm_C == 1.0
     if not rows_kept:
         model._kernel_rows = None
     given = []
@@ -312,6 +313,24 @@ def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vector
     assert model.warm_started_ and given == [[heavy]]
     cold = CoreSVC(**{"C": 1.0, "gamma": 0.5, **change}, tol=1e-4, random_state=0).fit(X, y)
     np.testing.assert_allclose(_margins(model), _margins(cold), rtol=1e-3)
+
+
+def test_a_model_without_its_previous_c_warm_starts_from_its_whole_support(monkeypatch):
+    """A fitted model that does not know its previous C (``_warm_C``: a file or object of an earlier version)
+    keeps the rule of before: heavy-only at another kernel only."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1100, 2))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.3).astype(int)
+    model = CoreSVC(C=1.0, gamma=0.5, warm_start=True, random_state=0).fit(X, y)
+    del model._warm_C
+    model._kernel_rows = None
+    given = []
+    attach = svc_module._attach_warm_starts
+    monkeypatch.setattr(svc_module, "_attach_warm_starts",
+                        lambda problems, previous, heavy_only: given.append(heavy_only) or attach(problems, previous,
+                                                                                                  heavy_only))
+    model.set_params(C=16.0).fit(X, y)
+    assert model.warm_started_ and given == [[False]]
 
 
 def test_a_warm_start_at_another_kernel_starts_large_problems_from_their_heavy_support_vectors():

@@ -104,9 +104,11 @@ SMALL_PROBLEM_FAST_PATH = True
 # warm fit on the same X (solvers/dense.py) when X has at least this many features: reading a kept row costs
 # about as much as computing 16 features' products (0.05-0.1 us vs 0.19 us per 77-point row of letter).
 DOT_REUSE_MIN_FEATURES = 64
-# A warm start at another kernel, or at a larger C without kept kernel rows, starts sub-problems of at least this
-# many points from their heavy old support vectors only (CoreSVC._heavy_starts).
+# A warm start at another kernel, or at a C at least HEAVY_START_C_RATIO times larger without kept kernel rows,
+# starts sub-problems of at least HEAVY_START_MIN_POINTS points from their heavy old support vectors only
+# (CoreSVC._heavy_starts).
 HEAVY_START_MIN_POINTS = 1000
+HEAVY_START_C_RATIO = 4.0
 # With n_jobs workers, small sub-problems solved in compiled chunks (CoreSVC._solve_chunk) are cut into this many
 # chunks per worker, so that a worker whose chunk ran long does not leave the others idle at the end.
 CHUNKS_PER_WORKER = 4
@@ -633,7 +635,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.warm_started_ = previous is not None
         self._rows_in = self._previous_kernel_rows(X, problems, reuse_values=previous is not None)
         if previous is not None:
-            _attach_warm_starts(problems, previous, self._heavy_starts(problems, previous_kernel))
+            _attach_warm_starts(problems, previous, self._heavy_starts(problems, previous_kernel, self._rows_in))
         self._dots_in = self._previous_dot_rows(X, problems) if previous is not None else {}
         self._dots_out = {} if self.warm_start and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None
         # A fit that reads kept inner products is one of a sequence (a search): it completes each sub-problem's
@@ -926,7 +928,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             return None
         return self._warm_rows, self._warm_alpha, self._warm_offsets
 
-    def _heavy_starts(self, problems: list[SubProblem], previous_kernel: KernelSpec | None) -> list[bool]:
+    def _heavy_starts(self, problems: list[SubProblem], previous_kernel: KernelSpec | None,
+                      rows_in: dict) -> list[bool]:
         """Per sub-problem, whether its warm start takes only the heavy old support vectors (weight at least the
         mean), not all of them.
 
@@ -935,19 +938,22 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
         * at another kernel (ijcnn1, 3,333 points, gamma x4: 40-70 ms against 80-170 ms from the whole support
           and 77-363 ms cold);
-        * at a larger C with no kept kernel rows of the old support (their rows would be free): the margin
-          narrows and the support shrinks (ijcnn1, C 4 -> 64: 2,095 -> 1,269 support vectors).  Over ijcnn1's
-          pattern searches (5,000 rows, 3 folds, interleaved) the warm search's median time went from 30.5%
-          to 33.9% below the cold one's.
+        * at a C at least ``HEAVY_START_C_RATIO`` times the previous one (a step of gsvm's grid), with no kept
+          kernel rows of the old support (``rows_in``, :meth:`_previous_kernel_rows`; kept rows would be free):
+          the margin narrows and the support shrinks (ijcnn1, C 4 -> 64: 2,095 -> 1,269 support vectors).  Over
+          ijcnn1's pattern searches (5,000 rows, 3 folds, interleaved) the warm search's median time went from
+          30.5% to 33.9% below the cold one's; a 3,000-point problem, C x16: 118-151 ms against 147-159 ms.  At
+          C x1.5 most light points stay and the heavy-only start took ~30% longer.  Only ``C`` is compared:
+          changed sample or class weights do not count (a speed rule; any start reaches the same optimum).
 
         Small problems' rows are cheap and their light points mostly stay (letter's ~80-point pairs: 5% more
         steps over a search when started from the heavy ones).
         """
         kernel_changed = previous_kernel != self._kernel_spec
-        c_grew = float(self.C) > getattr(self, "_warm_C", np.inf)
+        c_grew = float(self.C) >= HEAVY_START_C_RATIO * getattr(self, "_warm_C", np.inf)
 
         def rows_kept(problem: SubProblem) -> bool:
-            entry = self._rows_in.get(problem.index)
+            entry = rows_in.get(problem.index)
             return entry is not None and len(entry[1]) > 0
 
         return [len(problem.rows) >= HEAVY_START_MIN_POINTS and (kernel_changed or (c_grew and not rows_kept(problem)))
@@ -990,11 +996,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     def _release_prediction_arrays(self) -> None:
         """Free the arrays only prediction reads, for a model kept by a search as a start for later fits only
-        (``model_selection``): a warm start reads the solution (``_warm_rows``, ``_warm_alpha``,
-        ``support_vectors_``), never the coefficients.  ``_pair_coef`` is ``n_SV x n_pairs``: 6.8 MB for a
-        letter model of 2,600 SVs and 325 pairs, and a search keeps every model it fits.  Kept, they made each
-        new fit's arrays fresh memory, whose first touch costs page faults (letter at 5,000 rows: 25-40 thousand
-        faults over a warm search against ~0.3-13 thousand cold)."""
+        (``model_selection``): a warm start reads the solution (e.g. ``_warm_rows``, ``_warm_alpha``,
+        ``support_vectors_``), never the coefficients.  The model can then neither predict nor be saved
+        (``AttributeError``; a file that ``load_model`` rejects): a search never gives it out, only fits from
+        it.  ``_pair_coef`` is ``n_SV x n_pairs``: 6.8 MB for a letter model of 2,600 SVs and 325 pairs, and a
+        search keeps every model it fits.  Kept, they made each new fit's arrays fresh memory, whose first
+        touch costs page faults (letter at 5,000 rows: 25-40 thousand faults over a warm search against
+        ~0.3-13 thousand cold)."""
         for name in ("_pair_coef", "dual_coef_"):
             self.__dict__.pop(name, None)
 
@@ -1101,7 +1109,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._joint_model = model
         # A previous one-vs-one/one-vs-rest fit's state must not survive: no pairwise
         # coefficients, no warm start from it, no Platt sigmoids.
-        for stale in ("_pair_coef", "_warm_rows", "_dot_rows", "_kernel_rows", "probA_", "probB_"):
+        for stale in ("_pair_coef", "_warm_rows", "_warm_C", "_dot_rows", "_kernel_rows", "probA_", "probB_"):
             if hasattr(self, stale):
                 delattr(self, stale)
         self.warm_started_ = False
