@@ -287,6 +287,28 @@ def test_kept_kernel_rows_are_not_used_after_X_changed_and_not_copied(digits, tm
     assert CoreSVC(C=1, gamma=0.05, random_state=0).fit(X, y)._kernel_rows is None  # cold fits keep none
 
 
+def _large_binary_problem():
+    """One sub-problem of at least ``HEAVY_START_MIN_POINTS`` points."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1100, 2))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.3).astype(int)
+    assert len(y) >= svc_module.HEAVY_START_MIN_POINTS
+    return X, y
+
+
+def _heavy_flags_given(monkeypatch) -> list:
+    """The ``heavy_only`` flags of every later ``_attach_warm_starts`` call, recorded as they pass."""
+    given = []
+    attach = svc_module._attach_warm_starts
+
+    def spy(problems, previous, heavy_only):
+        given.append(heavy_only)
+        attach(problems, previous, heavy_only)
+
+    monkeypatch.setattr(svc_module, "_attach_warm_starts", spy)
+    return given
+
+
 @pytest.mark.parametrize("change, rows_kept, heavy", [
     ({"C": 16.0}, False, True),  # a larger C, the old support's rows not kept: heavy support vectors only
     ({"C": 16.0}, True, False),  # ... their rows kept: the whole support (its rows are free)
@@ -296,19 +318,12 @@ def test_kept_kernel_rows_are_not_used_after_X_changed_and_not_copied(digits, tm
 ])
 def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vectors(monkeypatch, change, rows_kept,
                                                                                  heavy):
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(1100, 2))  # one problem of at least HEAVY_START_MIN_POINTS points
-    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.3).astype(int)
-    assert len(y) >= svc_module.HEAVY_START_MIN_POINTS
+    X, y = _large_binary_problem()
     model = CoreSVC(C=1.0, gamma=0.5, tol=1e-4, warm_start=True, random_state=0).fit(X, y)
     assert model._kernel_rows is not None and model._warm_C == 1.0
     if not rows_kept:
         model._kernel_rows = None
-    given = []
-    attach = svc_module._attach_warm_starts
-    monkeypatch.setattr(svc_module, "_attach_warm_starts",
-                        lambda problems, previous, heavy_only: given.append(heavy_only) or attach(problems, previous,
-                                                                                                  heavy_only))
+    given = _heavy_flags_given(monkeypatch)
     model.set_params(**change).fit(X, y)
     assert model.warm_started_ and given == [[heavy]]
     cold = CoreSVC(**{"C": 1.0, "gamma": 0.5, **change}, tol=1e-4, random_state=0).fit(X, y)
@@ -318,17 +333,11 @@ def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vector
 def test_a_model_without_its_previous_c_warm_starts_from_its_whole_support(monkeypatch):
     """A fitted model that does not know its previous C (``_warm_C``: a file or object of an earlier version)
     keeps the rule of before: heavy-only at another kernel only."""
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(1100, 2))
-    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.3).astype(int)
+    X, y = _large_binary_problem()
     model = CoreSVC(C=1.0, gamma=0.5, warm_start=True, random_state=0).fit(X, y)
     del model._warm_C
     model._kernel_rows = None
-    given = []
-    attach = svc_module._attach_warm_starts
-    monkeypatch.setattr(svc_module, "_attach_warm_starts",
-                        lambda problems, previous, heavy_only: given.append(heavy_only) or attach(problems, previous,
-                                                                                                  heavy_only))
+    given = _heavy_flags_given(monkeypatch)
     model.set_params(C=16.0).fit(X, y)
     assert model.warm_started_ and given == [[False]]
 
