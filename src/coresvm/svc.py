@@ -784,7 +784,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 dots_in = _all_inner_products(X, rows)
             # Kept kernel rows need no inner products, nor do complete ones; the old ones stay valid for the next
             # fit (same X).
-            keep_dots = self._dots_out is not None and not len(kept_rows[1]) and len(dots_in[0]) < len(rows)
+            keep_dots = (self._dots_out is not None and not _holds_kernel_values(kept_rows)
+                         and len(dots_in[0]) < len(rows))
             result = run_dense_rows(X, rows, problem.signs, problem.C, self._kernel_spec, bias_rule != "none", lam,
                                     options, init_idx, init_alpha, dots_in, keep_dots, kept_rows,
                                     self._rows_out is not None)
@@ -952,12 +953,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         """
         kernel_changed = previous_kernel != self._kernel_spec
         c_grew = float(self.C) >= HEAVY_START_C_RATIO * getattr(self, "_warm_C", np.inf)
-
-        def rows_kept(problem: SubProblem) -> bool:
-            entry = rows_in.get(problem.index)
-            return entry is not None and len(entry[1]) > 0
-
-        return [len(problem.rows) >= HEAVY_START_MIN_POINTS and (kernel_changed or (c_grew and not rows_kept(problem)))
+        return [len(problem.rows) >= HEAVY_START_MIN_POINTS and (
+                    kernel_changed or (c_grew and not _holds_kernel_values(rows_in.get(problem.index, NO_KERNEL_ROWS))))
                 for problem in problems]
 
     def _previous_dot_rows(self, X, problems: list[SubProblem]) -> dict:
@@ -1437,6 +1434,12 @@ class _KernelRows:
 
     # model_io does not save it
     transient = True
+
+
+def _holds_kernel_values(kept_rows: tuple) -> bool:
+    """Whether kept kernel rows ``(buffer, order, 1/C)`` (:meth:`CoreSVC._previous_kernel_rows`) hold an earlier
+    fit's values, which the fit starts from; with an empty order the buffer is lent as memory only."""
+    return len(kept_rows[1]) > 0
 
 
 def _all_inner_products(X, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
