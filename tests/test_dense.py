@@ -320,6 +320,30 @@ def test_inner_products_kept_by_one_fit_give_the_next_fit_the_same_solution(kern
     np.testing.assert_allclose(reused.alpha, plain.alpha, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("kernel", [KernelSpec("rbf", 2.0, 0.0, 3), KernelSpec("poly", 0.5, 1.0, 3)])
+def test_inner_products_of_all_rows_read_through_slots_and_columns_give_the_same_solution(kernel):
+    """``dot_rows = (points, dots, slots, columns)``: a sub-problem reads its block of the products of a larger
+    matrix's rows (a search's, shared by its folds) and takes the same steps to the same solution as computing
+    them; kept products handed on from such a fit are in the sub-problem's own column order."""
+    rng = np.random.default_rng(1)
+    X_all = rng.random((400, 40))
+    rows_of_fold = np.sort(rng.choice(400, 300, replace=False))  # a fold: some rows of the search, in order
+    X = X_all[rows_of_fold]
+    signs = np.where(X[:, 0] + 0.3 * rng.standard_normal(300) > 0.5, 1, -1).astype(np.int8)
+    rows = np.arange(20, 280)
+    C = np.full(len(rows), 30.0)
+    options = SolverOptions(second_vertex="imdm", tol=1e-6, seed=0)
+    plain = run_dense_rows(X, rows, signs[rows], C, kernel, True, 0.0, options)
+    at = rows_of_fold[rows]
+    shared = (np.arange(len(rows)), X_all @ X_all.T, at, at)
+    read = run_dense_rows(X, rows, signs[rows], C, kernel, True, 0.0, options, dot_rows=shared, keep_dots=True)
+    assert read.n_iter == plain.n_iter
+    np.testing.assert_array_equal(read.support, plain.support)
+    np.testing.assert_allclose(read.alpha, plain.alpha, rtol=1e-9, atol=1e-12)
+    points, dots = read.dot_rows
+    np.testing.assert_allclose(dots, X[rows[points]] @ X[rows].T, rtol=1e-12)
+
+
 def test_binary_fits_take_the_fast_path_and_meet_the_exact_gap():
     """Two classes, dense X within the budget: the compiled loop (kernel rows counted), stopped on the exact gap of
     every point -- checked here from the fitted dual against the full extended kernel."""

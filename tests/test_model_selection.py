@@ -525,19 +525,13 @@ def test_cli_select_and_nested_cv_with_pattern_search(monkeypatch, tmp_path, cap
     assert "Nested Cross Validation Accuracy" in capsys.readouterr().out
 
 
-def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(monkeypatch):
-    """CoreSVC's kept inner products <x_i, x_j> hold for every gamma and C of a fold: the search keeps the
-    latest per fold (not one per fold and gamma), hands it to the fold's next start, and the scores are
-    those of a cold search (within the solver's tolerance)."""
-    from sklearn.datasets import load_digits
-
+def _spy_on_search_and_solver(monkeypatch, record):
+    """Record the searches' candidate evaluators, and pass each small-problem solver call's arguments to ``record``;
+    returns (the evaluators, the real solver)."""
     import coresvm.svc as svc_module
-    from coresvm import CoreSVC
     from coresvm.model_selection import _CandidateEvaluator
 
-    X, y = load_digits(n_class=4, return_X_y=True)
-    X, y = X[:360] / 16.0, y[:360]
-    evaluators, given = [], []
+    evaluators = []
     real_call, real_solver = _CandidateEvaluator.__call__, svc_module.run_dense_rows
 
     def recording_call(self, candidates):
@@ -545,11 +539,29 @@ def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(
         return real_call(self, candidates)
 
     def spy(*args, **kwargs):
-        given.append(len(args[10][0]))
+        record(args)
         return real_solver(*args, **kwargs)
 
     monkeypatch.setattr(_CandidateEvaluator, "__call__", recording_call)
     monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    return evaluators, real_solver
+
+
+def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(monkeypatch):
+    """CoreSVC's kept inner products <x_i, x_j> hold for every gamma and C of a fold: the search keeps the
+    latest per fold (not one per fold and gamma), hands it to the fold's next start, and the scores are
+    those of a cold search (within the solver's tolerance).  This is the path of searches whose rows' products
+    do not fit ``cache_size`` (no shared products, as if the data were larger)."""
+    from sklearn.datasets import load_digits
+
+    import coresvm.svc as svc_module
+    from coresvm import CoreSVC
+
+    monkeypatch.setattr(CoreSVC, "_search_inner_products", lambda self, X: None)
+    X, y = load_digits(n_class=4, return_X_y=True)
+    X, y = X[:360] / 16.0, y[:360]
+    given = []
+    evaluators, real_solver = _spy_on_search_and_solver(monkeypatch, lambda args: given.append(len(args[10][0])))
     grid = {"C": [1.0, 16.0, 256.0], "gamma": [0.01, 0.04, 0.16]}
     warm = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False).fit(X, y)
     evaluator = evaluators[-1]
@@ -561,6 +573,47 @@ def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(
                            warm_start=False).fit(X, y)
     assert warm.cv_results_["params"] == cold.cv_results_["params"]
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)
+
+
+def test_warm_search_lends_every_fit_the_inner_products_of_all_its_rows(monkeypatch):
+    """When all the search's rows' inner products fit ``cache_size``, they are computed once and every warm fit, on
+    any fold and at any C and gamma, reads each sub-problem's from there (none kept per fold, none computed in
+    the fits); the fitted models keep no reference to them, and the scores and refit are the cold search's."""
+    from sklearn.datasets import load_digits
+
+    import coresvm.svc as svc_module
+    from coresvm import CoreSVC
+
+    X, y = load_digits(n_class=4, return_X_y=True)
+    X, y = X[:360] / 16.0, y[:360]
+    given = []
+
+    def record(args):
+        rows, dot_rows = args[1], args[10]
+        given.append((len(rows), len(dot_rows), len(dot_rows[0])))
+        if len(dot_rows) == 4:  # the block of the search's products of this sub-problem's rows
+            points, dots, slots, columns = dot_rows
+            np.testing.assert_array_equal(slots, columns)
+            np.testing.assert_allclose(dots[np.ix_(slots, columns)], X[slots] @ X[slots].T, rtol=1e-12)
+
+    evaluators, real_solver = _spy_on_search_and_solver(monkeypatch, record)
+    grid = {"C": [1.0, 16.0, 256.0], "gamma": [0.01, 0.04, 0.16]}
+    warm = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0).fit(X, y)
+    evaluator = evaluators[-1]
+    assert evaluator.shared_dots is not None and evaluator.dot_rows == {}
+    n_fits = len(warm.cv_results_["params"]) * 3 + 1  # and the refit
+    # every small-problem call (6 pairs) of every fit, the search's first (cold start) included, read all its
+    # points' products there
+    assert [entry for entry in given if entry[1] == 4] == [entry for entry in given if entry[0] == entry[2]]
+    assert sum(entry[1] == 4 for entry in given) == 6 * n_fits == len(given)
+    kept = [model for _, model in evaluator.warm_models.values()] + [warm.best_estimator_]
+    assert all(getattr(model, "_search_dots", None) is None and getattr(model, "_dot_rows", None) is None
+               for model in kept)
+    monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
+    cold = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, warm_start=False).fit(X, y)
+    assert warm.cv_results_["params"] == cold.cv_results_["params"]
+    np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)
+    assert (warm.predict(X) == cold.predict(X)).mean() > 0.99
 
 
 def test_warm_search_starts_each_fit_from_the_nearest_model_and_passes_kept_kernel_rows(monkeypatch):

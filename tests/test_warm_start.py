@@ -1,5 +1,7 @@
 """CoreSVC warm starts and the training callback."""
 
+import pickle
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
@@ -198,8 +200,6 @@ def test_inner_products_are_not_reused_when_X_changed(digits, monkeypatch):
 
 
 def test_kept_inner_products_are_neither_pickled_nor_saved(digits, tmp_path):
-    import pickle
-
     X, y = digits
     model = CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(X, y)
     assert model._dot_rows is not None
@@ -354,3 +354,38 @@ def test_a_warm_start_at_another_kernel_starts_large_problems_from_their_heavy_s
     np.testing.assert_array_equal(positions, [3, 5, 2, 4])
     np.testing.assert_array_equal(alpha, [0.5, 0.3, 0.9, 0.1])
     np.testing.assert_array_equal(out, [0, 2, 4])
+
+
+def test_shared_inner_products_are_read_only_for_the_rows_they_were_lent_for(digits, monkeypatch):
+    """A search's products of all its rows (svc._SharedInnerProducts) lent to a fit on some of its rows: the fit
+    reads each sub-problem's block and reaches the cold optimum; a fit whose X is not those rows, a pickled copy
+    (no values) or data too large for ``cache_size`` or with few features get none, and the lent products do
+    not outlive the fit (nor are they saved)."""
+    from coresvm.svc import _SharedInnerProducts
+
+    X, y = digits
+    params = dict(C=10, gamma=0.05, tol=1e-4, max_iter=10**6, random_state=0)
+    shared = CoreSVC(**params)._search_inner_products(X)
+    assert isinstance(shared, _SharedInnerProducts)
+    assert CoreSVC(cache_size=len(X) ** 2 * 8 / 2**20 * 0.99)._search_inner_products(X) is None
+    assert CoreSVC()._search_inner_products(X[:, :16]) is None
+    rows = np.flatnonzero(np.arange(len(y)) % 3 != 0)
+    lent = shared.on_rows(rows)
+    np.testing.assert_array_equal(lent.positions_of(X[rows].copy()), rows)  # an equal copy: a fold's X
+    assert lent.positions_of(X[rows][::-1]) is None and lent.positions_of(X[rows[:-1]]) is None
+    assert pickle.loads(pickle.dumps(lent)).positions_of(X[rows]) is None
+
+    given = _spy_on_dot_rows(monkeypatch)
+    warm = CoreSVC(warm_start=True, **params)
+    warm._search_dots = lent
+    warm.fit(X[rows], y[rows])
+    assert len(given) == 6 and all(n > 0 for n in given)  # every pair: all its points' products
+    assert getattr(warm, "_search_dots", None) is None and warm._dot_rows is None
+    cold = CoreSVC(**params).fit(X[rows], y[rows])
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+
+    given.clear()
+    other = CoreSVC(warm_start=True, **params)
+    other._search_dots = lent
+    other.fit(X[rows][::-1], y[rows][::-1])  # not the rows they were lent for: computed, as without
+    assert len(given) == 6 and all(n == 0 for n in given)

@@ -547,6 +547,9 @@ class _CandidateEvaluator:
         self.warm_models: dict = {}
         self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
         self.cache_bytes = int(getattr(base_estimator, "cache_size", 0) * 2**20)
+        # coresvm's: the inner products of all the search's rows, lent to every fit (each fold's are a block)
+        share = getattr(base_estimator, "_search_inner_products", None) if self.transfer else None
+        self.shared_dots = share(X) if share is not None else None
         # coresvm's fits one after the other in this process when they would run one at a time anyway: each starts
         # from the models and kernel rows of the jobs before it, in the same batch too (no joblib dispatch either).
         self.one_at_a_time = self.transfer and effective_n_jobs(getattr(parallel, "n_jobs", 1)) == 1
@@ -621,7 +624,9 @@ class _CandidateEvaluator:
 
     def _start_estimator(self, split, key, first_params):
         start = self._nearest_start(split, key, first_params)
-        if split in self.dot_rows and hasattr(start, "_warm_rows"):
+        if self.shared_dots is not None:
+            start._search_dots = self.shared_dots.on_rows(self.splits[split][0])
+        elif split in self.dot_rows and hasattr(start, "_warm_rows"):
             start._dot_rows = self.dot_rows[split]  # the fold's inner products: any gamma, any C
         if self.transfer and getattr(start, "_kernel_rows", None) is None:
             start._kernel_rows = self._take_kernel_rows(split, first_params) or self._spare_kernel_rows(split)
@@ -742,7 +747,10 @@ class _CandidateEvaluator:
             kept_model._kernel_rows = None
         (split, _), (_, model) = min(self.warm_models.items(),
                                      key=lambda item: (sum(self._grid_distance(item[1][0], best_params)), item[0][0]))
-        return model._moved_to_rows(np.asarray(self.splits[split][0])).set_params(**best_params)
+        start = model._moved_to_rows(np.asarray(self.splits[split][0])).set_params(**best_params)
+        if self.shared_dots is not None:
+            start._search_dots = self.shared_dots.on_rows(np.arange(_num_samples(self.X)))
+        return start
 
     def _run(self, jobs, out):
         kwargs = {**self.kwargs, "return_estimator": False}

@@ -637,8 +637,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._rows_in = self._previous_kernel_rows(X, problems, reuse_values=previous is not None)
         if previous is not None:
             _attach_warm_starts(problems, previous, self._heavy_starts(problems, previous_kernel, self._rows_in))
-        self._dots_in = self._previous_dot_rows(X, problems) if previous is not None else {}
-        self._dots_out = {} if self.warm_start and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None
+        # A search's inner products of all its rows, when it lends them (model_selection): every sub-problem reads
+        # its own from there, so this fit keeps none of its own.
+        self._search_rows = self._shared_dot_positions(X)
+        self._dots_in = (self._previous_dot_rows(X, problems)
+                         if previous is not None and self._search_rows is None else {})
+        self._dots_out = ({} if self.warm_start and self._search_rows is None
+                          and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None)
         # A fit that reads kept inner products is one of a sequence (a search): it completes each sub-problem's
         # to all of them once, when they all fit the memory budget, so the fits after it compute none.
         self._complete_dots = bool(self._dots_in) and self._dots_out is not None and (
@@ -649,7 +654,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             models = self._solve_problems(X, problems)
         finally:
             dots_out, rows_out = self._dots_out, self._rows_out
-            del self._dots_in, self._dots_out, self._rows_in, self._rows_out, self._complete_dots
+            del self._dots_in, self._dots_out, self._rows_in, self._rows_out, self._complete_dots, self._search_rows
+            self.__dict__.pop("_search_dots", None)  # lent for this fit only (the search lends it to each fit)
         budget = self.cache_size * 2**20
         kept_bytes = sum(dots.nbytes for _, _, dots in dots_out.values()) if dots_out else 0
         # Kept within the fit's memory budget (cache_size), for the next warm fit only.
@@ -734,7 +740,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         memory and time than it saved), no KKT bias (it needs each problem's rows); and, with one worker,
         problems small enough to run on one BLAS thread (as pair by pair: ``ONE_THREAD_MAX_POINTS``)."""
         largest = max(len(problem.rows) for problem in problems)
-        return (len(problems) > 1 and not self._dots_in and self._dots_out is None and self._bias_rule != "kkt"
+        return (len(problems) > 1 and not self._dots_in and self._dots_out is None and self._search_rows is None
+                and self._bias_rule != "kkt"
                 and (n_jobs > 1 or largest <= ONE_THREAD_MAX_POINTS)
                 and self._small_problem_fast_path(X, largest, self._solver_options(largest, 0, np.inf)))
 
@@ -780,7 +787,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             # so n_jobs worker threads hold the GIL only briefly per pair.
             kept_rows = self._rows_in.pop(problem.index, NO_KERNEL_ROWS)
             dots_in = self._dots_in.get(problem.index, NO_DOT_ROWS)
-            if self._complete_dots and len(dots_in[0]) < len(rows):
+            if self._search_rows is not None:
+                dots_in = self._search_dots.dot_rows(self._search_rows[rows])
+            elif self._complete_dots and len(dots_in[0]) < len(rows):
                 dots_in = _all_inner_products(X, rows)
             # Kept kernel rows need no inner products, nor do complete ones; the old ones stay valid for the next
             # fit (same X).
@@ -956,6 +965,18 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return [len(problem.rows) >= HEAVY_START_MIN_POINTS and (
                     kernel_changed or (c_grew and not _holds_kernel_values(rows_in.get(problem.index, NO_KERNEL_ROWS))))
                 for problem in problems]
+
+    def _search_inner_products(self, X) -> _SharedInnerProducts | None:
+        """The inner products a hyper-parameter search on ``X`` lends its warm fits (model_selection), if any."""
+        return _SharedInnerProducts.for_search(X, int(self.cache_size * 2**20))
+
+    def _shared_dot_positions(self, X) -> np.ndarray | None:
+        """The rows of the search's shared inner products (:class:`_SharedInnerProducts`) that hold ``X``'s rows,
+        when a search lent them to this fit (``_search_dots``) and ``X`` is those rows; else None."""
+        lent = getattr(self, "_search_dots", None)
+        if lent is None or not isinstance(X, np.ndarray):
+            return None
+        return lent.positions_of(X)
 
     def _previous_dot_rows(self, X, problems: list[SubProblem]) -> dict:
         """Per sub-problem index, the inner products ``(points, dots)`` the last fit kept, if ``X`` is the same.
@@ -1396,6 +1417,62 @@ class _DotRows:
 
     # model_io does not save it
     transient = True
+
+
+class _SharedInnerProducts:
+    """Inner products ``<x_i, x_j>`` of all rows of a hyper-parameter search's data, computed once (one BLAS
+    product, on first use) and read by the search's warm fits on every fold, at every C and gamma.
+
+    A fold's sub-problems are sets of the search's rows, so their inner products are blocks of this one matrix,
+    and the folds of k-fold cross-validation share ``(k - 2) / (k - 1)`` of their rows: kept per fold
+    (:class:`_DotRows`), five folds of USPS's 5,000 rows need 5 x 230 MB, more than ``cache_size``, and kept
+    none.  The search builds one only when its ``n x n`` float64 values fit ``cache_size``
+    (:meth:`for_search`), and lends it to each fit with the rows of its fold (:meth:`on_rows`; the fit drops it
+    when it ends).  Not pickled (a parallel job's process would compute its own for one fit), not saved.
+    """
+
+    transient = True  # model_io does not save it
+
+    def __init__(self, X, rows=None, source=None):
+        self.X, self.rows = X, rows
+        self._source = source if source is not None else {"dots": None, "lock": threading.Lock()}
+
+    @classmethod
+    def for_search(cls, X, cache_bytes: int) -> _SharedInnerProducts | None:
+        """One for a search on ``X``, when it is a dense array with enough features for inner products to be most
+        of a kernel row's cost (``DOT_REUSE_MIN_FEATURES``) and its ``n x n`` products fit ``cache_bytes``."""
+        if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] >= DOT_REUSE_MIN_FEATURES
+                and X.shape[0] ** 2 * 8 <= cache_bytes and not is_memory_mapped(X)):
+            return None
+        return cls(X)
+
+    def on_rows(self, rows: np.ndarray) -> _SharedInnerProducts:
+        """The same products, lent to a fit on the search's rows ``rows`` (in order)."""
+        return _SharedInnerProducts(self.X, np.asarray(rows, dtype=np.int64), self._source)
+
+    def positions_of(self, X) -> np.ndarray | None:
+        """The search rows of ``X``'s rows, if ``X`` is the search's rows :attr:`rows` (same shape and values)."""
+        if self.X is None or self.rows is None or X.shape != (len(self.rows), self.X.shape[1]):
+            return None
+        return self.rows if np.array_equal(X, self.X[self.rows]) else None
+
+    def dot_rows(self, positions: np.ndarray) -> tuple:
+        """A sub-problem's inner products as :func:`~coresvm.solvers.dense.run_dense_rows` reads them
+        (``points, dots, slots, columns``) for its points at search rows ``positions``."""
+        return np.arange(len(positions)), self._dots(), positions, positions
+
+    def _dots(self) -> np.ndarray:
+        with self._source["lock"]:  # fits of one search in threads: computed once
+            if self._source["dots"] is None:
+                X = np.asarray(self.X, dtype=np.float64)  # float64 products, as the dense loop's (float32 X too)
+                self._source["dots"] = inner_products(X, X)
+            return self._source["dots"]
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return _SharedInnerProducts, (None,)
 
 
 class _KernelRows:

@@ -151,12 +151,14 @@ def _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last
 
 @njit(cache=True, nogil=True)
 def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, order, old_dots,
-                            old_slot, new_dots):
+                            old_slot, old_columns, new_dots):
     """:func:`_fill_rows`, taking the inner products of points that ``old_dots`` holds from there.
 
-    ``old_dots[old_slot[i], j]`` is ``<x_i, x_j>`` for the problem's original indices ``i, j`` (``old_slot[i] < 0``:
-    not kept); only the other points' products are computed (one BLAS product).  When ``new_dots`` has rows, row
-    ``p`` of it receives point ``p``'s products in original column order, for the next fit to reuse.
+    ``old_dots[old_slot[i], old_columns[j]]`` is ``<x_i, x_j>`` for the problem's original indices ``i, j``
+    (``old_slot[i] < 0``: not kept; ``old_columns`` empty: column ``j`` itself, as a fit's own kept rows are
+    stored, else the row of a search's shared inner products, :class:`~coresvm.svc._SharedInnerProducts`); only
+    the other points' products are computed (one BLAS product).  When ``new_dots`` has rows, row ``p`` of it
+    receives point ``p``'s products in original column order, for the next fit to reuse.
     """
     m = X.shape[0]
     n = last - first
@@ -169,16 +171,24 @@ def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias
     computed = np.dot(X[missing[:n_missing]], X.T) if n_missing > 0 else np.empty((0, m))
     dots = np.empty((n, m))
     keep = new_dots.shape[0] > 0
+    own_columns = old_columns.shape[0] == 0
+    gathered = np.empty(0 if own_columns else m)
     j = 0
     for k in range(n):
         p = first + k
         slot = old_slot[order[p]]
         if slot >= 0:
             source = old_dots[slot]
+            if not own_columns:
+                # In original order first: the columns ascend (a fold's rows of the search), so the pass over a
+                # long row of the shared products runs forward, which the memory prefetcher follows.
+                for r in range(m):
+                    gathered[r] = source[old_columns[r]]
+                source = gathered
             for r in range(m):
                 dots[k, r] = source[order[r]]
             if keep:
-                new_dots[p, :] = source
+                new_dots[p, :] = source[:m]
         else:
             dots[k, :] = computed[j]
             j += 1
@@ -191,12 +201,12 @@ def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias
 
 @njit(cache=True, nogil=True)
 def _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, reuse, order, old_dots,
-                   old_slot, new_dots):
+                   old_slot, old_columns, new_dots):
     """The working set's new rows ``first <= p < last``: :func:`_fill_rows_reusing_dots` when inner products are
     kept or read (``reuse``), else :func:`_fill_rows`."""
     if reuse:
         _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, order,
-                                old_dots, old_slot, new_dots)
+                                old_dots, old_slot, old_columns, new_dots)
     else:
         _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows)
 
@@ -373,8 +383,8 @@ def _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta
 
 @njit(cache=True, nogil=True)  # releases the GIL: one-vs-one pairs in joblib threads run truly in parallel
 def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k, eta,
-                     tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points, keep_dots,
-                     kept_rows, kept_order, kept_inv_c, keep_rows):
+                     tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points, old_slots,
+                     old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows):
     """Core-set rounds with cached kernel rows and the exact gradient, until the relative gap is <= ``tol``.
 
     ``X, norms, y, inv_c, diag`` are the problem's own copies: they are permuted
@@ -382,9 +392,10 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     (alpha over all m points in the original order, steps, gap, scale, status,
     a'Qa, kernel rows computed, rounds, inner-product rows, their points).
 
-    Inner products kept by an earlier fit on the same points (``old_dots[k, :]`` for the original index
-    ``old_points[k]``, all columns in original order) are read instead of computed: the kernel, ``C`` and the
-    signs may differ, only ``X`` must be the same.  With ``keep_dots`` the working set's inner products are
+    Inner products kept by an earlier fit on the same points (``old_dots[old_slots[k], :]`` for the original index
+    ``old_points[k]``, all columns in original order, or in the order ``old_columns`` when it is not empty: row
+    and column of each point in a search's shared inner products) are read instead of computed: the kernel, ``C``
+    and the signs may differ, only ``X`` must be the same.  With ``keep_dots`` the working set's inner products are
     returned the same way (the last two values; empty otherwise) for the next fit.  Without either (no rows in
     ``old_points``, ``keep_dots`` False) the rows are computed as always (:func:`_fill_rows`).
 
@@ -411,7 +422,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     old_slot = np.full(m, -1, dtype=np.int64)  # original index -> row of old_dots
     if reuse:
         for k in range(old_points.shape[0]):
-            old_slot[old_points[k]] = k
+            old_slot[old_points[k]] = old_slots[k]
     new_dots = np.empty((m if keep_dots else 0, m))  # row t: <x_order[t], x_j> for all j, original order
     first = n_w
     outside = init_idx[position[init_idx] >= n_w]  # a warm start's points without a kept row
@@ -419,7 +430,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     for k in range(init_idx.shape[0]):
         alpha[position[init_idx[k]]] = init_alpha[k]
     _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
-                   old_slot, new_dots)
+                   old_slot, old_columns, new_dots)
     n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
     n_rows = n_w - first  # kernel rows computed
     rows_written = n_w
@@ -453,7 +464,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         first = n_w
         n_w = _move_batch_to_front(order[new], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
         _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
-                       old_slot, new_dots)
+                       old_slot, old_columns, new_dots)
         n_rows += n_w - first
         rows_written = max(rows_written, n_w)
     alpha_original = np.zeros(m)
@@ -545,7 +556,7 @@ def balanced_start(y, n_init, seed):
 @njit(cache=True, nogil=True)  # the whole sub-problem, set-up included, runs without the GIL
 def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, lam, second_rule, gmdm_k, eta, tol,
                      max_iter, max_time, init_idx, init_alpha, batch_size, n_init, seed, old_dots, old_points,
-                     keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows):
+                     old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows):
     """:func:`solve_dense_loop` on the rows ``rows`` of ``X_all`` with signs ``signs`` and penalties ``C``
     (one per row of the sub-problem); ``init_idx`` are positions in ``rows``; without them (empty) the
     start is :func:`balanced_start` with ``n_init`` and ``seed``, uniform weights; given ones are rescaled to
@@ -561,7 +572,7 @@ def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, la
         init_alpha = init_alpha / np.sum(init_alpha)
     return solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k,
                             eta, tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points,
-                            keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows)
+                            old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows)
 
 
 def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndarray | None = None,
@@ -580,6 +591,7 @@ def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndar
 
 
 NO_DOT_ROWS = (np.empty(0, dtype=np.int64), np.empty((0, 0)))
+NO_COLUMNS = np.empty(0, dtype=np.int64)  # kept inner products in their problem's own column order
 NO_KERNEL_ROWS = (np.empty((0, 0)), np.empty(0, dtype=np.int64), np.empty(0))
 
 
@@ -596,8 +608,10 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
 
     ``dot_rows = (points, dots)``: ``dots[k, j] = <x_points[k], x_j>`` for positions ``points[k]`` and ``j`` in
     ``rows``, kept by an earlier fit on the same rows of the same ``X`` (any kernel, ``C`` or signs); those
-    rows' inner products are read instead of computed.  With ``keep_dots`` the result's ``dot_rows`` holds the
-    working set's inner products the same way, for the next fit.  On the warm path of a hyper-parameter search
+    rows' inner products are read instead of computed.  ``dot_rows = (points, dots, slots, columns)`` reads them
+    at ``dots[slots[k], columns[j]]`` instead (a search's inner products of all its rows, shared by its folds).
+    With ``keep_dots`` the result's ``dot_rows`` holds the working set's inner products the same way (own column
+    order), for the next fit.  On the warm path of a hyper-parameter search
     most kernel rows belong to points that an earlier fit on the same fold had in its working set, and the
     inner products are most of a kernel row's cost when there are many features (a 220-point USPS pair, 256
     features: 2.3 of 2.7 us per row; reading a kept row: 0.13 us).
@@ -621,7 +635,8 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     if init_idx is None:  # drawn in the compiled call (balanced_start)
         init_idx, init_alpha = np.empty(0, dtype=np.int64), np.empty(0)
     start = time.perf_counter()
-    old_points, old_dots = dot_rows
+    old_points, old_dots, old_slots, old_columns = (dot_rows if len(dot_rows) == 4
+                                                    else (*dot_rows, np.arange(len(dot_rows[0])), NO_COLUMNS))
     kept_rows, kept_order, kept_inv_c = kernel_rows
     if (kept_rows.size or len(kept_order)) and (kept_rows.shape != (n_points, n_points)
                                                 or len(kept_order) not in (0, n_points)):
@@ -635,6 +650,7 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
         np.ascontiguousarray(init_alpha, dtype=np.float64),
         np.int64(BATCH), np.int64(options.n_init), np.uint32(options.seed % 2**32),
         np.ascontiguousarray(old_dots, dtype=np.float64), np.ascontiguousarray(old_points, dtype=np.int64),
+        np.ascontiguousarray(old_slots, dtype=np.int64), np.ascontiguousarray(old_columns, dtype=np.int64),
         bool(keep_dots), kept_rows, np.ascontiguousarray(kept_order, dtype=np.int64),
         np.ascontiguousarray(kept_inv_c, dtype=np.float64), bool(keep_rows),
     )
@@ -690,8 +706,8 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
         alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_rows_dense(
             X_all, rows[first:last], signs[first:last], C[first:last], kind, gamma, coef0, degree, bias, lam,
             second_rule, gmdm_k, eta, tol, max_iter, share, init_idx[init_offsets[k]:init_offsets[k + 1]],
-            init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points, False,
-            no_dots, no_points, no_inv_c, False)[:8]
+            init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points,
+            no_points, no_points, False, no_dots, no_points, no_inv_c, False)[:8]
         alpha_all[first:last] = alpha
         stats[k, STAT_STEPS] = steps
         stats[k, STAT_GAP] = gap
