@@ -614,6 +614,11 @@ def test_warm_search_lends_every_fit_the_inner_products_of_all_its_rows(monkeypa
     assert warm.cv_results_["params"] == cold.cv_results_["params"]
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)
     assert (warm.predict(X) == cold.predict(X)).mean() > 0.99
+    import joblib
+
+    with joblib.parallel_config(backend="threading"):  # parallel jobs: each keeps its fold's products instead
+        PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, n_jobs=2).fit(X, y)
+    assert evaluators[-1].shared_dots is None
 
 
 def test_warm_search_starts_each_fit_from_the_nearest_model_and_passes_kept_kernel_rows(monkeypatch):

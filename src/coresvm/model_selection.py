@@ -547,12 +547,13 @@ class _CandidateEvaluator:
         self.warm_models: dict = {}
         self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
         self.cache_bytes = int(getattr(base_estimator, "cache_size", 0) * 2**20)
-        # coresvm's: the inner products of all the search's rows, lent to every fit (each fold's are a block)
-        share = getattr(base_estimator, "_search_inner_products", None) if self.transfer else None
-        self.shared_dots = share(X) if share is not None else None
         # coresvm's fits one after the other in this process when they would run one at a time anyway: each starts
         # from the models and kernel rows of the jobs before it, in the same batch too (no joblib dispatch either).
         self.one_at_a_time = self.transfer and effective_n_jobs(getattr(parallel, "n_jobs", 1)) == 1
+        # ... and then read the inner products of all the search's rows, computed once here (each fold's are a
+        # block); parallel jobs' processes would each compute them for one fit: they keep theirs per fold instead.
+        share = getattr(base_estimator, "_search_inner_products", None) if self.one_at_a_time else None
+        self.shared_dots = share(X) if share is not None else None
         self.results: dict = {}
         self.n_fits = 0
         self.n_warm_fits = 0
