@@ -615,10 +615,14 @@ def test_warm_search_lends_every_fit_the_inner_products_of_all_its_rows(monkeypa
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.01)
     assert (warm.predict(X) == cold.predict(X)).mean() > 0.99
     import joblib
+    from threadpoolctl import threadpool_info
 
+    blas_threads = [pool["num_threads"] for pool in threadpool_info()]
     with joblib.parallel_config(backend="threading"):  # parallel jobs: each keeps its fold's products instead
         PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, n_jobs=2).fit(X, y)
     assert evaluators[-1].shared_dots is None
+    # jobs in threads limited the process-wide BLAS pools while they ran, and the last one restored them
+    assert [pool["num_threads"] for pool in threadpool_info()] == blas_threads
 
 
 def test_warm_search_starts_each_fit_from_the_nearest_model_and_passes_kept_kernel_rows(monkeypatch):

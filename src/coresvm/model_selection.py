@@ -27,6 +27,7 @@ import math
 import numbers
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
@@ -454,13 +455,37 @@ def _limited_threads(n_threads: int | None):
         return
     import numba
 
-    previous = numba.get_num_threads()
+    previous = numba.get_num_threads()  # thread-local in Numba
     numba.set_num_threads(max(1, min(n_threads, numba.config.NUMBA_NUM_THREADS)))
     try:
-        with _threadpools().limit(limits=n_threads):
+        with _limited_blas(n_threads):
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+_BLAS_LIMIT_LOCK = threading.Lock()
+_BLAS_LIMIT = {"jobs": 0, "limiter": None}
+
+
+@contextmanager
+def _limited_blas(n_threads: int):
+    """Hold the BLAS/OpenMP pools to ``n_threads`` while any job runs in this process.  They are process-wide, so
+    jobs in threads (joblib's threading backend) share one limit: the first job in sets it, the last one out
+    restores the original.  Each restoring what it found instead would race: a job entering while another
+    holds the limit finds the limit, and restoring it last left BLAS on one thread after the search."""
+    with _BLAS_LIMIT_LOCK:
+        if _BLAS_LIMIT["jobs"] == 0:
+            _BLAS_LIMIT["limiter"] = _threadpools().limit(limits=n_threads)
+        _BLAS_LIMIT["jobs"] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LIMIT_LOCK:
+            _BLAS_LIMIT["jobs"] -= 1
+            if _BLAS_LIMIT["jobs"] == 0:
+                _BLAS_LIMIT["limiter"].restore_original_limits()
+                _BLAS_LIMIT["limiter"] = None
 
 
 _THREADPOOLS: ThreadpoolController | None = None
