@@ -1464,8 +1464,7 @@ class _SharedInnerProducts:
     def _dots(self) -> np.ndarray:
         with self._source["lock"]:  # fits of one search in threads: computed once
             if self._source["dots"] is None:
-                X = np.asarray(self.X, dtype=np.float64)  # float64 products, as the dense loop's (float32 X too)
-                self._source["dots"] = inner_products(X, X)
+                self._source["dots"] = _all_inner_products(self.X, np.arange(len(self.X)))[1]
             return self._source["dots"]
 
     def __deepcopy__(self, memo):
