@@ -121,24 +121,38 @@ def test_kernel_product_blocks_and_threads(monkeypatch, n_threads):
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("spec_name", ["rbf", "poly", "linear"])
 def test_kernel_map_applies_the_reduction_to_every_row_block(monkeypatch, n_threads, spec_name):
-    """kernel_map hands each row block's kernel values to the reduction and stacks the results in row order."""
+    """kernel_map hands each row block's kernel values to the (row-linear) reduction and stacks the results in row
+    order."""
     import coresvm.kernels as kernels
 
     monkeypatch.setattr(kernels, "BLOCK_VALUES", 64)  # 8-row blocks: many of them
     A, B = np.random.RandomState(0).randn(203, 5), np.random.RandomState(1).randn(11, 5)
+    weights = np.random.RandomState(2).randn(11)
     blocks = []
 
     def reduce(values):
         blocks.append(values.shape[0])
-        return np.column_stack((values[:, :4].sum(axis=1), values.max(axis=1)))
+        return np.column_stack((values[:, :4].sum(axis=1), values @ weights))
 
     got = kernels.kernel_map(A, B, SPECS[spec_name], reduce, 2, n_threads=n_threads)
     K = sklearn_kernel(A, B, SPECS[spec_name])
-    expected = np.column_stack((K[:, :4].sum(axis=1), K.max(axis=1)))
+    expected = np.column_stack((K[:, :4].sum(axis=1), K @ weights))
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
     assert sum(blocks) == 203 and max(blocks) == 8
     sparse = kernels.kernel_map(sp.csr_matrix(A), sp.csr_matrix(B), SPECS[spec_name], reduce, 2, n_threads=n_threads)
     np.testing.assert_allclose(sparse, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_kernel_map_rbf_far_points_use_the_direct_formula():
+    """Norms so large that the factorized RBF block would overflow: kernel_map uses the direct form (finite, exact)."""
+    import coresvm.kernels as kernels
+
+    rng = np.random.RandomState(0)
+    A = rng.randn(40, 3) + 1e3
+    B = np.vstack([A[:5] + 1e-3, rng.randn(5, 3) - 1e3])
+    weights = rng.randn(10)
+    got = kernels.kernel_map(A, B, KernelSpec("rbf", gamma=1.0), lambda values: (values @ weights)[:, None], 1)
+    np.testing.assert_allclose(got[:, 0], rbf_kernel(A, B, gamma=1.0) @ weights, rtol=1e-10, atol=1e-12)
 
 
 def test_kernel_product_rbf_far_points_use_the_direct_formula():

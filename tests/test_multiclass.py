@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits, load_iris, make_blobs
 
+from coresvm.multiclass import OneVsOneLayout
 from coresvm.svc import CoreSVC
 
 
@@ -236,3 +237,27 @@ def test_classes_whose_samples_all_have_zero_weight(solver, n_jobs):
     predicted = model.predict(X)
     assert set(predicted) <= {0, 1}
     assert np.mean(predicted[y < 2] == y[y < 2]) > 0.8
+
+
+@pytest.mark.parametrize("n_classes", [3, 4, 26])
+def test_pair_halves_point_at_each_pairs_column_in_both_classes_shares(n_classes):
+    """pair_halves: pair p = (a, b) is class a's and class b's share of p, in the class-after-class layout of
+    class_pairs, so the one-vs-one decisions add the right two products."""
+    pairs = OneVsOneLayout.pairs(n_classes)
+    columns = OneVsOneLayout.class_pairs(n_classes)
+    layout = [(c, pair) for c in range(n_classes) for pair in columns[c]]
+    positive, negative = OneVsOneLayout.pair_halves(n_classes)
+    assert [layout[slot] for slot in positive] == [(a, p) for p, (a, _) in enumerate(pairs)]
+    assert [layout[slot] for slot in negative] == [(b, p) for p, (_, b) in enumerate(pairs)]
+
+
+def test_one_vs_one_decisions_equal_the_full_kernel_product():
+    """The class-by-class decisions (each class's share of its pairs, added pair by pair) equal the plain
+    ``k(X, SVs) @ pair_coef + intercept`` over all pairs."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    model = CoreSVC(C=10.0, gamma=0.05, decision_function_shape="ovo", random_state=0).fit(X[:800], y[:800])
+    expected = rbf_kernel(X[800:], model.support_vectors_, gamma=0.05) @ model._pair_coef + model.intercept_
+    np.testing.assert_allclose(model.decision_function(X[800:]), expected, rtol=1e-10, atol=1e-10)

@@ -234,6 +234,20 @@ class OneVsOneLayout:
         return tuple(np.flatnonzero((pairs == c).any(axis=1)) for c in range(n_classes))
 
 
+    @staticmethod
+    @lru_cache(maxsize=16)
+    def pair_halves(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where pair ``p = (a, b)`` sits among each class's ``n_classes - 1`` pairs (:meth:`class_pairs`), laid out
+        class after class: ``a * (n_classes - 1) + k`` with ``class_pairs(n_classes)[a][k] == p``, and the same
+        for ``b``.  A pair's decision is the sum of its two classes' shares."""
+        pairs = OneVsOneLayout.pairs(n_classes)
+        slots = np.empty((len(pairs), 2), dtype=np.int64)
+        for c, columns in enumerate(OneVsOneLayout.class_pairs(n_classes)):
+            for k, pair in enumerate(columns):
+                slots[pair, 0 if c == pairs[pair][0] else 1] = c * (n_classes - 1) + k
+        return slots[:, 0].copy(), slots[:, 1].copy()
+
+
 @njit(cache=True)
 def _max_wins(decisions, n_classes):
     """:meth:`OneVsOneLayout.vote`: a vote for ``a`` where pair ``(a, b)``'s decision is positive, else for ``b``;
