@@ -682,6 +682,24 @@ def _holding(nbytes):
     return SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=nbytes))
 
 
+def test_warm_start_between_equally_near_models_takes_the_one_with_fewer_support_vectors():
+    """Two kept models one gamma step either side of a fit's point: it starts from the sparser one (fewer kernel
+    rows up front, fewer weights to drain), whichever was kept first; a nearer model still wins over both."""
+    from types import SimpleNamespace
+
+    def kept(name, n_support):
+        return SimpleNamespace(name=name, _warm_rows=np.arange(n_support), _kernel_rows=None)
+
+    for dense_first in (True, False):
+        evaluator = _rows_evaluator()
+        models = [("dense", {"C": 1.0, "gamma": 1.0}, 900), ("sparse", {"C": 1.0, "gamma": 0.01}, 100)]
+        for name, params, n_support in models if dense_first else models[::-1]:
+            evaluator._keep(0, name, params, kept(name, n_support))
+        assert evaluator._nearest_start(0, "target", {"C": 1.0, "gamma": 0.1}).name == "sparse"
+    evaluator._keep(0, "same gamma", {"C": 4.0, "gamma": 0.1}, kept("same gamma", 5000))
+    assert evaluator._nearest_start(0, "target", {"C": 1.0, "gamma": 0.1}).name == "same gamma"
+
+
 def test_kept_kernel_rows_budget_is_two_fits_per_split_dropping_unexpected_rows_first():
     """All kept models' rows stay within two fits' rows per split (at least cache_size); over it, the oldest rows
     that no later fit is expected to read go first, then the others."""

@@ -519,6 +519,11 @@ def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress
     return outputs, estimator, n_warm
 
 
+def _support_size(model) -> int:
+    """The number of support vectors a warm start from coresvm's ``model`` begins with (all its sub-problems')."""
+    return len(getattr(model, "_warm_rows", ()))
+
+
 def _movable(estimator) -> bool:
     """Whether a fitted model can start a fit on other rows and other kernel parameters.
 
@@ -539,7 +544,8 @@ class _CandidateEvaluator:
     (point, split) too, each continuing from the fitted model nearest to it when the batch starts
     (``self.warm_models`` keeps every fitted model), in this order of preference:
 
-    1. a model of the same split, nearest in grid index distance (ties: fewer steps off the C axis).
+    1. a model of the same split, nearest in grid index distance (ties: fewer steps off the C axis, then
+       fewer support vectors: letter's fits at gamma 4 started from gamma 1 in 0.09 s, from gamma 16 in 0.17 s).
        At the same gamma the fit also takes over kept kernel rows of that gamma on the split (only C
        changes; :meth:`_take_kernel_rows`); at another gamma the old dual is still a feasible start and
        its support set is close, and the fit borrows kept rows no later fit is expected to read, for
@@ -610,11 +616,12 @@ class _CandidateEvaluator:
 
     def _preference(self, split, first_params):
         """Sort key of the kept models as starts of a fit at ``first_params`` on ``split``: same split first, then
-        the nearest in grid index distance, then the fewest steps off the C axis."""
+        the nearest in grid index distance, then the fewest steps off the C axis, then the fewest support vectors
+        (:func:`_support_size`)."""
         def preference(item):
-            (other_split, _), (params, _) = item
+            (other_split, _), (params, model) = item
             other, along_c = self._grid_distance(params, first_params)
-            return (other_split != split, other + along_c, other)
+            return (other_split != split, other + along_c, other, _support_size(model))
 
         return preference
 
