@@ -143,6 +143,20 @@ def test_kernel_map_applies_the_reduction_to_every_row_block(monkeypatch, n_thre
     np.testing.assert_allclose(sparse, expected, rtol=1e-10, atol=1e-10)
 
 
+def test_kernel_map_rbf_factorized_near_the_overflow_limit():
+    """Rows with gamma |a|^2 near 300 (exp(300) ~ 1e130 inside the factorized block) still give the RBF values."""
+    import coresvm.kernels as kernels
+
+    rng = np.random.RandomState(0)
+    A = rng.randn(30, 3)
+    A *= np.sqrt(290.0) / np.linalg.norm(A, axis=1, keepdims=True)  # gamma |a|^2 = 290
+    B = np.vstack([A[:6] + 0.1 * rng.randn(6, 3), rng.randn(4, 3)])
+    assert kernels._rbf_factorizable(KernelSpec("rbf", gamma=1.0), kernels.squared_norms(A), kernels.squared_norms(B))
+    weights = rng.randn(10)
+    got = kernels.kernel_map(A, B, KernelSpec("rbf", gamma=1.0), lambda values: (values @ weights)[:, None], 1)
+    np.testing.assert_allclose(got[:, 0], rbf_kernel(A, B, gamma=1.0) @ weights, rtol=1e-9, atol=1e-12)
+
+
 def test_kernel_map_rbf_far_points_use_the_direct_formula():
     """Norms so large that the factorized RBF block would overflow: kernel_map uses the direct form (finite, exact)."""
     import coresvm.kernels as kernels

@@ -240,13 +240,13 @@ def test_classes_whose_samples_all_have_zero_weight(solver, n_jobs):
 
 
 @pytest.mark.parametrize("n_classes", [3, 4, 26])
-def test_pair_halves_point_at_each_pairs_column_in_both_classes_shares(n_classes):
-    """pair_halves: pair p = (a, b) is class a's and class b's share of p, in the class-after-class layout of
+def test_pair_share_slots_point_at_each_pairs_column_in_both_classes_shares(n_classes):
+    """pair_share_slots: pair p = (a, b) is class a's and class b's share of p, in the class-after-class layout of
     class_pairs, so the one-vs-one decisions add the right two products."""
     pairs = OneVsOneLayout.pairs(n_classes)
     columns = OneVsOneLayout.class_pairs(n_classes)
     layout = [(c, pair) for c in range(n_classes) for pair in columns[c]]
-    positive, negative = OneVsOneLayout.pair_halves(n_classes)
+    positive, negative = OneVsOneLayout.pair_share_slots(n_classes)
     assert [layout[slot] for slot in positive] == [(a, p) for p, (a, _) in enumerate(pairs)]
     assert [layout[slot] for slot in negative] == [(b, p) for p, (_, b) in enumerate(pairs)]
 

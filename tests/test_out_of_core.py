@@ -217,3 +217,20 @@ def test_large_random_reads_release_pages_in_pieces(checkerboard_on_disk, monkey
     picks = np.random.RandomState(0).permutation(len(X))[:1050]
     np.testing.assert_array_equal(rows[picks], X[picks])
     assert len(released) == 10  # one release per 100 rows read, not one after all 1050
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_memmap_prediction_with_a_far_row_equals_in_memory_bit_for_bit(tmp_path, monkeypatch, n_classes):
+    """A row so far out that its block cannot use the factorized RBF (kernels._rbf_factorizable) is decided per
+    row block: the blocks of a memory map without it give the in-memory values bit for bit (two classes:
+    kernel_product; one-vs-one: kernel_map)."""
+    monkeypatch.setattr(data_module, "BLOCK_BYTES", 4096)  # many blocks of the map
+    rng = np.random.RandomState(0)
+    X = rng.rand(600, 4)
+    y = np.arange(600) % n_classes
+    model = CoreSVC(C=10.0, gamma=2.0, random_state=0).fit(X, y)
+    X_test = rng.rand(3000, 4)
+    X_test[2900] = 50.0  # gamma * |x|^2 = 20,000: the direct formula for its block only
+    np.save(tmp_path / "test.npy", X_test)
+    mapped = np.load(tmp_path / "test.npy", mmap_mode="r")
+    np.testing.assert_array_equal(model.decision_function(mapped), model.decision_function(X_test))

@@ -184,15 +184,15 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
-    factorized = spec.name == "rbf" and spec.gamma * (norms_a.max() + norms_b.max()) < RBF_FACTOR_LIMIT
-    if factorized:
+    factorizable = spec.name == "rbf" and _rbf_factorizable(spec, 0.0, norms_b)
+    if factorizable:
         B_scaled = B * (2.0 * spec.gamma)
         coef_b = np.exp(-spec.gamma * norms_b).reshape((-1,) + (1,) * (coef.ndim - 1)) * coef
     rows = product_block_rows(n_b)
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
-        if factorized:
+        if factorizable and _rbf_factorizable(spec, norms_a[start:stop], norms_b):
             block = inner_products(A[start:stop], B_scaled)
             np.exp(block, out=block)
             part = block @ coef_b
@@ -241,20 +241,23 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
-    factorized = (spec.name == "rbf" and isinstance(A, np.ndarray) and isinstance(B, np.ndarray) and B.shape[0] > 0
-                  and spec.gamma * (norms_a.max() + norms_b.max()) < RBF_FACTOR_LIMIT)
-    if factorized:
+    factorizable = (spec.name == "rbf" and isinstance(A, np.ndarray) and isinstance(B, np.ndarray)
+                    and _rbf_factorizable(spec, 0.0, norms_b))
+    if factorizable:
         B_extended = _rbf_exponent_operands(B, norms_b, spec.gamma)
     rows = product_block_rows(B.shape[0])
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
-        if factorized:
+        if factorizable and _rbf_factorizable(spec, norms_a[start:stop], norms_b):
+            # The extra column costs a pass over A's block: less than the four passes over the kernel block it
+            # saves while A has fewer features than B has rows (support vectors).  The GEMM is float64 even for
+            # float32 input (more exact than the direct form, which multiplies in the input's precision).
             A_extended = np.empty((stop - start, A.shape[1] + 1))
             A_extended[:, :-1] = A[start:stop]
             A_extended[:, -1] = 1.0
             block = np.exp(A_extended @ B_extended.T)  # k(a, b) exp(g |a|^2): one GEMM and one exp
-            out[start:stop] = reduce(block) * np.exp(-spec.gamma * norms_a[start:stop])[:, None]
+            np.multiply(reduce(block), np.exp(-spec.gamma * norms_a[start:stop])[:, None], out=out[start:stop])
             return
         block = apply_kernel_to_dots(inner_products(A[start:stop], B), spec,
                                      None if norms_a is None else norms_a[start:stop], norms_b)
@@ -264,11 +267,19 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
     return out
 
 
+def _rbf_factorizable(spec: KernelSpec, norms_a, norms_b) -> bool:
+    """Whether the RBF values of rows with squared norms ``norms_a`` against ``norms_b`` may be factorized as
+    ``exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: every exponent then stays below ``RBF_FACTOR_LIMIT`` (``2g <a, b>
+    <= g (|a|^2 + |b|^2)``), far from overflow.  Decided per row block, so that a block's values do not depend on
+    the other rows (a memory-mapped X, predicted block by block, gives the in-memory result bit for bit)."""
+    return bool(spec.gamma * (np.max(norms_a, initial=0.0) + np.max(norms_b, initial=0.0)) < RBF_FACTOR_LIMIT)
+
+
 def _rbf_exponent_operands(B: np.ndarray, norms_b: np.ndarray, gamma: float) -> np.ndarray:
     """``[2 g B, -g |b|^2]``: against ``[a, 1]`` its products are ``2g <a, b> - g |b|^2 = -g |a - b|^2 + g |a|^2``,
     the RBF exponent up to a per-row term, so one GEMM and one ``exp`` give a block of kernel values scaled by
-    ``exp(g |a|^2)`` per row, instead of four more passes over the block (as :func:`kernel_product` factorizes;
-    used only while ``g (max |a|^2 + max |b|^2) < RBF_FACTOR_LIMIT``, far from overflow)."""
+    ``exp(g |a|^2)`` per row, instead of four more passes over the block (:func:`kernel_product` folds
+    ``exp(-g |b|^2)`` into its coefficients instead; a reduction of :func:`kernel_map` has none to fold into)."""
     extended = np.empty((B.shape[0], B.shape[1] + 1))
     extended[:, :-1] = B
     extended[:, :-1] *= 2.0 * gamma

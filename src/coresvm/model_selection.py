@@ -519,9 +519,11 @@ def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress
     return outputs, estimator, n_warm
 
 
-def _support_size(model) -> int:
-    """The number of support vectors a warm start from coresvm's ``model`` begins with (all its sub-problems')."""
-    return len(getattr(model, "_warm_rows", ()))
+def _support_size(model) -> float:
+    """The number of support vectors a warm start from coresvm's ``model`` begins with (all its sub-problems',
+    before a move to other rows drops some); infinite for a model that keeps no warm start (it starts cold)."""
+    rows = getattr(model, "_warm_rows", None)
+    return math.inf if rows is None else len(rows)
 
 
 def _movable(estimator) -> bool:

@@ -233,13 +233,12 @@ class OneVsOneLayout:
         pairs = np.array(OneVsOneLayout.pairs(n_classes)).reshape(-1, 2)
         return tuple(np.flatnonzero((pairs == c).any(axis=1)) for c in range(n_classes))
 
-
     @staticmethod
     @lru_cache(maxsize=16)
-    def pair_halves(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
-        """Where pair ``p = (a, b)`` sits among each class's ``n_classes - 1`` pairs (:meth:`class_pairs`), laid out
-        class after class: ``a * (n_classes - 1) + k`` with ``class_pairs(n_classes)[a][k] == p``, and the same
-        for ``b``.  A pair's decision is the sum of its two classes' shares."""
+    def pair_share_slots(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where each pair ``p = (a, b)``'s two shares sit when every class's shares of its ``n_classes - 1`` pairs
+        (:meth:`class_pairs`) are laid out class after class: ``a * (n_classes - 1) + k`` with
+        ``class_pairs(n_classes)[a][k] == p``, and the same for ``b``.  A pair's decision is the sum of the two."""
         pairs = OneVsOneLayout.pairs(n_classes)
         slots = np.empty((len(pairs), 2), dtype=np.int64)
         for c, columns in enumerate(OneVsOneLayout.class_pairs(n_classes)):

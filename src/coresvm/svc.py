@@ -1185,17 +1185,17 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         columns = OneVsOneLayout.class_pairs(n_classes)
         members = [slice(bounds[c], bounds[c + 1]) for c in range(n_classes)]
         class_coef = [self._pair_coef[members[c], columns[c]] for c in range(n_classes)]
-        positive_half, negative_half = OneVsOneLayout.pair_halves(n_classes)
+        positive_slots, negative_slots = OneVsOneLayout.pair_share_slots(n_classes)
 
         def pair_decisions(kernel_values: np.ndarray) -> np.ndarray:
             # Each class's share of its pairs' decisions, side by side; each pair then adds its two classes'
             # shares (two gathers, instead of a scattered add per class: 30% of letter's predict time).
-            halves = np.empty((kernel_values.shape[0], n_classes, n_classes - 1))
+            shares = np.empty((kernel_values.shape[0], n_classes, n_classes - 1))
             for c in range(n_classes):
-                np.matmul(kernel_values[:, members[c]], class_coef[c], out=halves[:, c, :])
-            halves = halves.reshape(kernel_values.shape[0], -1)
-            decisions = halves[:, positive_half]
-            decisions += halves[:, negative_half]
+                np.matmul(kernel_values[:, members[c]], class_coef[c], out=shares[:, c, :])
+            shares = shares.reshape(kernel_values.shape[0], -1)
+            decisions = shares[:, positive_slots]
+            decisions += shares[:, negative_slots]
             return decisions
 
         return kernel_map(X, self.support_vectors_, self._kernel_spec, pair_decisions, self._pair_coef.shape[1],

@@ -88,7 +88,8 @@ EXP_UNDERFLOW = -708.0  # below this exp(x) < 2.3e-308: returned as 0
 
 # Fused multiply-adds allowed (LLVM's "contract" only: no reassociation, no other fast-math assumption): Horner's
 # rule is a chain of them.  An RBF row fill of a 256-point pair (letter's) took 2.0-2.5 instead of 2.7-2.9 ns per
-# entry, the results within the same few ulp of np.exp (tests/test_dense.py).
+# entry, the results within the same few ulp of np.exp (tests/test_dense.py).  The last bits now depend on whether
+# the CPU has FMA (a model is reproduced bit for bit on the same kind of machine, as Numba compiles for the host).
 FMA = {"contract"}
 
 

@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels import apply_kernel_to_dots, kernel_product, row_to_dense, single_threaded_blas
+from ..kernels import RBF_FACTOR_LIMIT, apply_kernel_to_dots, kernel_product, row_to_dense, single_threaded_blas
 from ..problem import extended_column, extended_row
 from .core_set import _compact_gram_in_place, select_second_vertex
 from .engine import (
@@ -446,7 +446,6 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
 # ---------------------------------------------------------------------------------------------
 BLOCK_FEATURE_BYTES = 64 * 2**20  # the SVs' feature rows the block search may keep (dense data only)
 FIRST_BLOCK, MAX_BLOCK = 4, 128  # first-violator search: blocks of 4, 8, ..., 128 draws
-RBF_FACTOR_LIMIT = 600.0  # exp(+-600) is finite in float64 (as in kernels.kernel_product)
 
 
 def block_search_features(problem, capacity: int) -> np.ndarray | None:
