@@ -326,6 +326,9 @@ def test_warm_start_with_coresvc():
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.03)
     assert warm.best_estimator_.warm_started_  # the refit started from a fold's model ...
     assert warm.best_estimator_.warm_start is False  # ... and keeps the user's setting
+    assert warm.best_estimator_._kernel_rows is None  # ... and none of the memory a next warm fit would read
+    user_warm = PatternSearchCV(CoreSVC(random_state=0, warm_start=True), grid, cv=3).fit(X, y)
+    assert user_warm.best_estimator_._kernel_rows is not None  # the user's own next fit reads them
 
 
 def test_warm_search_frees_kept_models_prediction_arrays_after_scoring(monkeypatch):

@@ -322,7 +322,11 @@ class PatternSearchCV(BaseSearchCV):
             else:
                 self.best_estimator_.fit(X, **routed_params.estimator.fit)
             if warm_keys is not None:  # the refitted model keeps the user's setting
-                self.best_estimator_.set_params(**{warm_keys[1]: base_estimator.get_params()[warm_keys[1]]})
+                user_warm_start = base_estimator.get_params()[warm_keys[1]]
+                self.best_estimator_.set_params(**{warm_keys[1]: user_warm_start})
+                release = getattr(self.best_estimator_, "_release_kept_rows", None)
+                if not user_warm_start and release is not None:
+                    release()  # what the refit kept for a next warm fit (coresvm: up to 2 x cache_size)
             self.refit_time_ = time.time() - refit_start
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_

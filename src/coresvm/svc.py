@@ -1025,6 +1025,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         for name in ("_pair_coef", "dual_coef_"):
             self.__dict__.pop(name, None)
 
+    def _release_kept_rows(self) -> None:
+        """Free the kernel rows and inner products a warm fit keeps for the next fit (up to ``cache_size`` each):
+        a search's refitted model, given out with the user's ``warm_start=False``, is not fitted again."""
+        self._kernel_rows = None
+        self._dot_rows = None
+
     def _moved_to_rows(self, new_row_of: np.ndarray) -> CoreSVC:
         """A shallow copy whose kept solution refers to another training set's rows.
 
