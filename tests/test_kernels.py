@@ -157,28 +157,23 @@ def test_kernel_map_rbf_factorized_near_the_overflow_limit():
     np.testing.assert_allclose(got[:, 0], rbf_kernel(A, B, gamma=1.0) @ weights, rtol=1e-9, atol=1e-12)
 
 
-def test_kernel_map_rbf_far_points_use_the_direct_formula():
-    """Norms so large that the factorized RBF block would overflow: kernel_map uses the direct form (finite, exact)."""
+@pytest.mark.parametrize("function", ["kernel_product", "kernel_map"])
+def test_rbf_far_points_use_the_direct_formula(function):
+    """Norms so large that the factorized RBF (exp(2 g <a, b>), or its per-row scale) would overflow: the direct
+    form is used, finite and exact."""
     import coresvm.kernels as kernels
 
     rng = np.random.RandomState(0)
     A = rng.randn(40, 3) + 1e3
     B = np.vstack([A[:5] + 1e-3, rng.randn(5, 3) - 1e3])
-    weights = rng.randn(10)
-    got = kernels.kernel_map(A, B, KernelSpec("rbf", gamma=1.0), lambda values: (values @ weights)[:, None], 1)
-    np.testing.assert_allclose(got[:, 0], rbf_kernel(A, B, gamma=1.0) @ weights, rtol=1e-10, atol=1e-12)
-
-
-def test_kernel_product_rbf_far_points_use_the_direct_formula():
-    """Norms so large that exp(2 g <a, b>) would overflow: the direct form is used."""
-    rng = np.random.RandomState(0)
-    A = rng.randn(40, 3) + 1e3
-    B = np.vstack([A[:5] + 1e-3, rng.randn(5, 3) - 1e3])
     coef = rng.randn(10)
-    got = kernel_product(A, B, KernelSpec("rbf", gamma=1.0), coef)
-    expected = rbf_kernel(A, B, gamma=1.0) @ coef
+    spec = KernelSpec("rbf", gamma=1.0)
+    if function == "kernel_product":
+        got = kernel_product(A, B, spec, coef)
+    else:
+        got = kernels.kernel_map(A, B, spec, lambda values: (values @ coef)[:, None], 1)[:, 0]
     assert np.all(np.isfinite(got))
-    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got, rbf_kernel(A, B, gamma=1.0) @ coef, rtol=1e-9, atol=1e-12)
 
 
 def test_kernel_product_empty_operands():
