@@ -195,7 +195,7 @@ def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias
             for r in range(m):
                 dots[k, r] = source[order[r]]
             if keep:
-                new_dots[p, :] = source[:m]
+                new_dots[p, :] = source
         else:
             dots[k, :] = computed[j]
             j += 1
