@@ -37,6 +37,21 @@ def test_warm_start_after_changing_C_reaches_the_cold_optimum_in_fewer_iteration
     assert warm.n_iter_.sum() < 0.9 * cold.n_iter_.sum(), (warm.n_iter_.sum(), cold.n_iter_.sum())
 
 
+@pytest.mark.parametrize("features", [slice(None), slice(None, None, 2)])  # pair by pair; in compiled chunks
+def test_warm_start_to_a_much_smaller_C_reaches_the_cold_optimum_in_fewer_iterations(digits, features):
+    """C 10 -> 0.05: nearly every point becomes a support vector; the warm starts blended with the balanced weights
+    (solvers/dense.py) reach the cold optimum.  32 features: the one-vs-one pairs are solved in compiled chunks."""
+    X, y = digits
+    X = X[:, features]
+    params = dict(gamma=0.05, tol=1e-4, max_iter=10**6, random_state=0)
+    cold = CoreSVC(C=0.05, **params).fit(X, y)
+    warm = CoreSVC(C=10, warm_start=True, **params).fit(X, y).set_params(C=0.05).fit(X, y)
+    assert warm.warm_started_ and warm.fit_status_ == 0
+    np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
+    np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
+    assert warm.n_iter_.sum() < 0.5 * cold.n_iter_.sum(), (warm.n_iter_.sum(), cold.n_iter_.sum())
+
+
 def test_warm_start_when_rows_are_appended(digits):
     X, y = digits
     params = dict(C=10, gamma=0.05, tol=1e-4, random_state=0)
@@ -315,6 +330,7 @@ def _heavy_flags_given(monkeypatch) -> list:
     ({"C": 0.25}, False, False),  # a smaller C: the support grows, all of it
     ({"gamma": 2.0}, True, True),  # another kernel: heavy only (its kept rows are only lent as memory)
     ({"C": 1.5}, False, False),  # less than a grid step (x4) up: the whole support
+    ({"gamma": 0.125}, True, False),  # a smaller gamma: the support is expected to grow, all of it
 ])
 def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vectors(monkeypatch, change, rows_kept,
                                                                                  heavy):
@@ -328,6 +344,32 @@ def test_which_warm_starts_of_a_large_problem_take_only_the_heavy_support_vector
     assert model.warm_started_ and given == [[heavy]]
     cold = CoreSVC(**{"C": 1.0, "gamma": 0.5, **change}, tol=1e-4, random_state=0).fit(X, y)
     np.testing.assert_allclose(_margins(model), _margins(cold), rtol=1e-3)
+
+
+@pytest.mark.parametrize("change, blend", [
+    ({"C": 0.25}, True), ({"gamma": 0.125}, True), ({"C": 0.25, "gamma": 0.125}, True),
+    ({"C": 4.0}, False), ({"gamma": 2.0}, False), ({"C": 0.25, "gamma": 2.0}, False),
+    ({"C": 4.0, "gamma": 0.125}, False), ({"C": 0.25, "kernel": "poly"}, False),
+])
+def test_warm_fits_expecting_more_support_vectors_ask_for_the_blended_start(monkeypatch, change, blend):
+    """A smaller C (gamma not larger) or a smaller RBF gamma (C not larger): the small-problem solver is asked to
+    mix the warm start with the balanced weights (solvers/dense.py decides whether it pays); not for a cold fit."""
+    import inspect
+
+    from coresvm.solvers.dense import run_dense_rows
+
+    X, y = _large_binary_problem()
+    flags = []
+    signature = inspect.signature(run_dense_rows)
+
+    def spy(*args, **kwargs):
+        flags.append(signature.bind(*args, **kwargs).arguments.get("blend_start", False))
+        return run_dense_rows(*args, **kwargs)
+
+    monkeypatch.setattr(svc_module, "run_dense_rows", spy)
+    model = CoreSVC(C=1.0, gamma=0.5, warm_start=True, random_state=0).fit(X, y)
+    model.set_params(**change).fit(X, y)
+    assert flags == [False, blend]
 
 
 def test_a_model_without_its_previous_c_warm_starts_from_its_whole_support(monkeypatch):

@@ -635,6 +635,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         problems = decompose(y_index, keep, C_per_sample, len(classes), seeds)
         self.warm_started_ = previous is not None
         self._rows_in = self._previous_kernel_rows(X, problems, reuse_values=previous is not None)
+        self._blend_start = previous is not None and self._expects_more_support(previous_kernel)
         if previous is not None:
             _attach_warm_starts(problems, previous, self._heavy_starts(problems, previous_kernel, self._rows_in))
         # A search's inner products of all its rows, when it lends them (model_selection): every sub-problem reads
@@ -654,7 +655,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             models = self._solve_problems(X, problems)
         finally:
             dots_out, rows_out = self._dots_out, self._rows_out
-            del self._dots_in, self._dots_out, self._rows_in, self._rows_out, self._complete_dots, self._search_rows
+            del (self._dots_in, self._dots_out, self._rows_in, self._rows_out, self._complete_dots, self._search_rows,
+                 self._blend_start)
             self.__dict__.pop("_search_dots", None)  # lent for this fit only (the search lends it to each fit)
         budget = self.cache_size * 2**20
         kept_bytes = sum(dots.nbytes for _, _, dots in dots_out.values()) if dots_out else 0
@@ -759,7 +761,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         alpha, stats = run_many_dense_rows(
             X, rows, offsets, signs, C, self._kernel_spec, self._bias_rule != "none", 0.0, options,
             np.array([problem.seed for problem in problems]), np.concatenate([init_idx for init_idx, _ in starts]),
-            np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time)
+            np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time, self._blend_start)
         return _models_from_chunk(problems, rows, offsets, signs, alpha, stats, self._bias_rule != "none")
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
@@ -797,7 +799,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                          and len(dots_in[0]) < len(rows))
             result = run_dense_rows(X, rows, problem.signs, problem.C, self._kernel_spec, bias_rule != "none", lam,
                                     options, init_idx, init_alpha, dots_in, keep_dots, kept_rows,
-                                    self._rows_out is not None)
+                                    self._rows_out is not None, self._blend_start)
             if keep_dots:
                 self._dots_out[problem.index] = (rows, *result.dot_rows)
             elif self._dots_out is not None and len(dots_in[0]):
@@ -960,11 +962,28 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Small problems' rows are cheap and their light points mostly stay (letter's ~80-point pairs: 5% more
         steps over a search when started from the heavy ones).
         """
+        if self._blend_start:  # the support is expected to grow: the light support vectors stay
+            return [False] * len(problems)
         kernel_changed = previous_kernel != self._kernel_spec
         c_grew = float(self.C) >= HEAVY_START_C_RATIO * getattr(self, "_warm_C", np.inf)
         return [len(problem.rows) >= HEAVY_START_MIN_POINTS and (
                     kernel_changed or (c_grew and not _holds_kernel_values(rows_in.get(problem.index, NO_KERNEL_ROWS))))
                 for problem in problems]
+
+    def _expects_more_support(self, previous_kernel: KernelSpec | None) -> bool:
+        """Whether this warm fit's solution likely has more support vectors than the last one's: a smaller ``C``
+        (at most the same gamma) or, for RBF, a smaller gamma (at most the same ``C``).  Its warm starts on the
+        small-problem path then begin with every point, mixed with the balanced uniform weights
+        (:func:`~coresvm.solvers.dense._blend_toward_balanced`, by exact line search: never a worse start).
+        """
+        new, old = self._kernel_spec, previous_kernel
+        if old is None or (new.name, new.coef0, new.degree) != (old.name, old.coef0, old.degree):
+            return False
+        old_C = getattr(self, "_warm_C", np.nan)
+        same_gamma = new.gamma == old.gamma
+        if float(self.C) < old_C:
+            return same_gamma or (new.name == "rbf" and new.gamma < old.gamma)
+        return float(self.C) == old_C and new.name == "rbf" and new.gamma < old.gamma
 
     def _search_inner_products(self, X) -> _SharedInnerProducts | None:
         """The inner products a hyper-parameter search on ``X`` lends its warm fits (model_selection), if any."""

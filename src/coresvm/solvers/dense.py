@@ -326,6 +326,128 @@ def _refresh_gradient(rows, alpha, n_w, diag, G):
     return n2, D
 
 
+# A warm start expected to need more support vectors (``blend_start``) is mixed with the balanced uniform weights
+# only when the line search's step toward them, estimated before any new kernel row is computed, is at least this:
+# the solution then has (almost) every point as a support vector.  Exact steps of 30 transitions of the pattern
+# searches (ijcnn1 at 3,333 points, USPS and letter pairs): 0.58-0.95 where the new solution held 91-100% of the
+# points, and the blend cut the pairwise steps by 40-80%; 0.42 and below where it held 17-74%, and there the blend
+# often cost steps (letter, C 1,024, gamma 1/16 -> 1/1024: 0.32-0.42, 40-47% of the points, up to 2.5x the steps;
+# a USPS pair, gamma 1/16 -> 1/1024: 0.30, 17%, 923 steps against 284).
+BLEND_MIN_STEP = 0.5
+BLEND_SAMPLES = 256  # kernel values sampled per pair of signs to estimate u'Qu (_blend_step_estimate)
+
+
+@njit(cache=True, nogil=True)
+def _balanced_weights(y):
+    """Half the weight uniformly on each sign's points (all of it on one sign): the limit of the solution for
+    small ``C``, where ``Q`` -> ``I/C`` and the bias ``b = sum a_i y_i`` is 0."""
+    m = y.shape[0]
+    n_positive = 0
+    for i in range(m):
+        n_positive += y[i] > 0
+    u = np.empty(m)
+    for i in range(m):
+        if n_positive == 0 or n_positive == m:
+            u[i] = 1.0 / m
+        else:
+            u[i] = 0.5 / n_positive if y[i] > 0 else 0.5 / (m - n_positive)
+    return u
+
+
+@njit(cache=True, nogil=True)
+def _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, inv_c, lam, alpha, G, n2, D):
+    """The line search's step from ``a`` toward the balanced weights ``u`` (:func:`_blend_toward_balanced`), before
+    any new kernel row is computed: ``G = Q a`` must be exact for every point (the warm start's rows).
+
+    The derivative along ``u - a`` is exact.  The curvature ``(u - a)'Q(u - a)`` is at least
+    ``min_i (1/C_i) |u - a|^2`` (``Q`` is a kernel matrix plus ``diag(1/C_i)``, seed 000 eq. 18), which bounds the
+    step from above; only when that bound reaches ``BLEND_MIN_STEP`` is ``u'Qu`` estimated, from ``BLEND_SAMPLES``
+    kernel values per pair of signs (a fixed pseudo-random sequence).
+    """
+    u = _balanced_weights(y)
+    m = y.shape[0]
+    uG = 0.0
+    u_diag = 0.0
+    uQu = 0.0
+    distance = 0.0
+    smallest_inv_c = np.inf
+    for i in range(m):
+        uG += u[i] * G[i]
+        u_diag += u[i] * diag[i]
+        uQu += u[i] * u[i] * diag[i]
+        distance += (u[i] - alpha[i]) ** 2
+        smallest_inv_c = min(smallest_inv_c, inv_c[i])
+    derivative = 2.0 * (uG - n2) - lam * (u_diag - D)
+    if derivative >= 0.0 or -derivative < 2.0 * BLEND_MIN_STEP * smallest_inv_c * distance:
+        return 0.0
+    positives = np.flatnonzero(y > 0)
+    negatives = np.flatnonzero(y <= 0)
+    state = np.uint64(0x9E3779B97F4A7C15)
+    for group in range(3):  # (+, +), (-, -), (+, -) twice (Q is symmetric)
+        first = positives if group != 1 else negatives
+        second = positives if group == 0 else negatives
+        n_first, n_second = first.shape[0], second.shape[0]
+        same = group < 2
+        n_pairs = n_first * (n_first - 1) if same else 2 * n_first * n_second
+        if n_pairs == 0:
+            continue
+        total = 0.0
+        for _ in range(BLEND_SAMPLES):
+            state ^= state << np.uint64(13)
+            state ^= state >> np.uint64(7)
+            state ^= state << np.uint64(17)
+            i = first[np.int64(state % np.uint64(n_first))]
+            j = second[np.int64((state >> np.uint64(32)) % np.uint64(n_second))]
+            if same and i == j:
+                j = first[(np.int64(state % np.uint64(n_first)) + 1) % n_first]
+            dot = 0.0
+            for a in range(X.shape[1]):
+                dot += X[i, a] * X[j, a]
+            value = kernel_from_dot(kind, dot, norms[i], norms[j], gamma, coef0, degree) + bias
+            total += u[i] * u[j] * y[i] * y[j] * value
+        uQu += n_pairs * total / BLEND_SAMPLES
+    curvature = uQu - 2.0 * uG + n2
+    if curvature <= 0.0:
+        return 0.0
+    return min(1.0, -derivative / (2.0 * curvature))
+
+
+@njit(cache=True, nogil=True)
+def _blend_toward_balanced(rows, alpha, G, y, diag, lam, n2, D):
+    """Move a warm start ``a`` (every point in the working set, ``G = Q a``) to ``a + t (u - a)`` with the exact
+    line search's ``t`` in [0, 1] (no move when that does not decrease ``f(a) = a'Qa - lam a'diag``), where ``u``
+    holds the balanced weights (:func:`_balanced_weights`).  Returns ``a'Qa``, ``a'diag``.
+
+    A start mixed with ``u`` suits fits whose solution has (almost) every point as a support vector: ijcnn1, 3,333
+    points, C 4 -> 1/16 at gamma 1/16: the old solution is 1.16x the optimum, the blend (t = 0.88) 1.01x;
+    11,996 pairwise steps cold, 5,443 from the old solution, 1,713 from the blend.
+    """
+    m = alpha.shape[0]
+    u = _balanced_weights(y)
+    Qu = np.dot(u.astype(rows.dtype), rows[:m])  # rows are symmetric in position order: (Q u)_j
+    uG = 0.0
+    uQu = 0.0
+    u_diag = 0.0
+    for i in range(m):
+        uG += u[i] * G[i]
+        uQu += u[i] * Qu[i]
+        u_diag += u[i] * diag[i]
+    # f(a + t (u - a)) - f(a) = t * derivative + t^2 * curvature (seed 000 eq. 18's objective along u - a)
+    derivative = 2.0 * (uG - n2) - lam * (u_diag - D)
+    curvature = uQu - 2.0 * uG + n2
+    if derivative >= 0.0 or curvature <= 0.0:
+        return n2, D
+    t = min(1.0, -derivative / (2.0 * curvature))
+    n2 = 0.0
+    D = 0.0
+    for i in range(m):
+        alpha[i] = (1.0 - t) * alpha[i] + t * u[i]
+        G[i] = (1.0 - t) * G[i] + t * Qu[i]
+        n2 += alpha[i] * G[i]
+        D += alpha[i] * diag[i]
+    return n2, D
+
+
 @njit(cache=True, nogil=True)
 def _gap_and_scale(G, diag, lam, n2, D):
     """The Frank-Wolfe duality gap ``2 (a'g - min_i g_i)`` of ``g = G - lam/2 diag`` and its scale (``2 a'Qa`` for
@@ -391,7 +513,7 @@ def _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta
 @njit(cache=True, nogil=True)  # releases the GIL: one-vs-one pairs in joblib threads run truly in parallel
 def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k, eta,
                      tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points, old_slots,
-                     old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows):
+                     old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows, blend_start):
     """Core-set rounds with cached kernel rows and the exact gradient, until the relative gap is <= ``tol``.
 
     ``X, norms, y, inv_c, diag`` are the problem's own copies: they are permuted
@@ -411,6 +533,9 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     and all; the warm start's weights go on its points.  A kept ``m x m`` buffer with an empty ``kept_order``
     is used as memory only: its values are overwritten.  With ``keep_rows`` the buffer is returned the same
     way after the other values (else empty arrays), and the number of rows ever written (its resident size).
+
+    With ``blend_start`` (a warm start expected to need more support vectors than it has) every point joins the
+    working set at once and the start moves toward the balanced uniform weights (:func:`_blend_toward_balanced`).
     """
     m = X.shape[0]
     order = np.arange(m)  # position -> original index
@@ -439,6 +564,13 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
                    old_slot, old_columns, new_dots)
     n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
+    if blend_start and _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, inv_c, lam, alpha, G,
+                                            n2, D) >= BLEND_MIN_STEP:
+        # The points outside are positions n_w..m-1 already: all join, with their rows.
+        _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, n_w, m, rows, reuse, order, old_dots,
+                       old_slot, old_columns, new_dots)
+        n_w = m
+        n2, D = _blend_toward_balanced(rows, alpha, G, y, diag, lam, n2, D)
     n_rows = n_w - first  # kernel rows computed
     rows_written = n_w
     t_start = _now()
@@ -563,15 +695,16 @@ def balanced_start(y, n_init, seed):
 @njit(cache=True, nogil=True)  # the whole sub-problem, set-up included, runs without the GIL
 def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, lam, second_rule, gmdm_k, eta, tol,
                      max_iter, max_time, init_idx, init_alpha, batch_size, n_init, seed, old_dots, old_points,
-                     old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows):
+                     old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows, blend_start):
     """:func:`solve_dense_loop` on the rows ``rows`` of ``X_all`` with signs ``signs`` and penalties ``C``
     (one per row of the sub-problem); ``init_idx`` are positions in ``rows``; without them (empty) the
     start is :func:`balanced_start` with ``n_init`` and ``seed``, uniform weights; given ones are rescaled to
     sum 1.  ``old_dots``,
     ``old_points`` and ``keep_dots``: inner products of an earlier fit on the same rows, as in
     :func:`solve_dense_loop` (positions in ``rows``); so are ``kept_rows``, ``kept_order``, ``kept_inv_c`` and
-    ``keep_rows``, an earlier fit's kernel rows."""
+    ``keep_rows``, an earlier fit's kernel rows; ``blend_start`` applies to a warm start only."""
     X, norms, y, inv_c, diag = _gather_problem(X_all, rows, signs, C, kind, gamma, coef0, degree, bias)
+    blend_start = blend_start and init_idx.shape[0] > 0
     if init_idx.shape[0] == 0:
         init_idx = balanced_start(y, n_init, seed)
         init_alpha = np.full(init_idx.shape[0], 1.0 / init_idx.shape[0])
@@ -579,7 +712,8 @@ def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, la
         init_alpha = init_alpha / np.sum(init_alpha)
     return solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k,
                             eta, tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points,
-                            old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows)
+                            old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows,
+                            blend_start)
 
 
 def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndarray | None = None,
@@ -605,7 +739,7 @@ NO_KERNEL_ROWS = (np.empty((0, 0)), np.empty(0, dtype=np.int64), np.empty(0))
 def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel: KernelSpec, bias: bool, lam: float,
                    options: SolverOptions, init_idx: np.ndarray | None = None, init_alpha: np.ndarray | None = None,
                    dot_rows: tuple = NO_DOT_ROWS, keep_dots: bool = False, kernel_rows: tuple = NO_KERNEL_ROWS,
-                   keep_rows: bool = False) -> SolverResult:
+                   keep_rows: bool = False, blend_start: bool = False) -> SolverResult:
     """Solve the binary problem on the rows ``rows`` of a dense ``X`` (signs and ``C_i`` per row of the
     sub-problem) with :func:`solve_rows_dense`; as :func:`run_dense`, with ``support`` in positions of ``rows``.
 
@@ -630,6 +764,9 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     the same gamma then computes no row for the points it starts from.  ``kernel_rows = (buffer, empty, empty)``
     lends an ``m x m`` buffer as memory only (an earlier fit's at another kernel): the fit writes its rows there
     instead of into new memory, whose first touch costs page faults (about 1.5 ms per MB on the benchmark VM).
+
+    ``blend_start``: a warm start (``init_idx``) expected to need more support vectors than it has (a smaller C or
+    gamma) starts with every point, mixed with the balanced uniform weights (:func:`_blend_toward_balanced`).
     """
     if not isinstance(X, np.ndarray):
         raise ValueError("the dense small-problem solver needs a dense NumPy X (CSR and memory maps: use 'coreset')")
@@ -659,7 +796,7 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
         np.ascontiguousarray(old_dots, dtype=np.float64), np.ascontiguousarray(old_points, dtype=np.int64),
         np.ascontiguousarray(old_slots, dtype=np.int64), np.ascontiguousarray(old_columns, dtype=np.int64),
         bool(keep_dots), kept_rows, np.ascontiguousarray(kept_order, dtype=np.int64),
-        np.ascontiguousarray(kept_inv_c, dtype=np.float64), bool(keep_rows),
+        np.ascontiguousarray(kept_inv_c, dtype=np.float64), bool(keep_rows), bool(blend_start),
     )
     elapsed = time.perf_counter() - start
     support = np.flatnonzero(alpha > 0)
@@ -688,13 +825,15 @@ def _compiled_settings(kernel: KernelSpec, bias: bool, lam: float, options: Solv
 
 @njit(cache=True, nogil=True)  # a whole decomposition (or a worker's share of it) without the GIL
 def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, degree, bias, lam, second_rule, gmdm_k,
-                          eta, tol, max_iter, max_time, init_idx, init_alpha, init_offsets, batch_size, n_init, seeds):
+                          eta, tol, max_iter, max_time, init_idx, init_alpha, init_offsets, batch_size, n_init, seeds,
+                          blend_start):
     """:func:`solve_rows_dense` on many sub-problems, one after the other, in one compiled call.
 
     Sub-problem ``k`` is ``rows[offsets[k]:offsets[k + 1]]`` (with those entries of ``signs`` and ``C``), its warm
     start ``init_idx/init_alpha[init_offsets[k]:init_offsets[k + 1]]`` (empty: the balanced random start of
-    ``seeds[k]``).  Each gets an equal share of the time still left (``max_time`` for all).  Returns the weights of
-    every row (concatenated as ``rows``) and one row of statistics per sub-problem (columns ``STAT_*``).
+    ``seeds[k]``; ``blend_start`` as :func:`solve_rows_dense`'s).  Each gets an equal share of the time still left
+    (``max_time`` for all).  Returns the weights of every row (concatenated as ``rows``) and one row of statistics
+    per sub-problem (columns ``STAT_*``).
 
     Letter's 325 one-vs-one pairs of about 80 points take 20-40 ms to solve; the Python around one
     :func:`run_dense_rows` call per pair (arguments, the result record) cost about as much again.
@@ -714,7 +853,7 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
             X_all, rows[first:last], signs[first:last], C[first:last], kind, gamma, coef0, degree, bias, lam,
             second_rule, gmdm_k, eta, tol, max_iter, share, init_idx[init_offsets[k]:init_offsets[k + 1]],
             init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points,
-            no_points, no_points, False, no_dots, no_points, no_inv_c, False)[:8]
+            no_points, no_points, False, no_dots, no_points, no_inv_c, False, blend_start)[:8]
         alpha_all[first:last] = alpha
         stats[k, STAT_STEPS] = steps
         stats[k, STAT_GAP] = gap
@@ -730,7 +869,7 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
 def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndarray, C: np.ndarray,
                         kernel: KernelSpec, bias: bool, lam: float, options: SolverOptions, seeds: np.ndarray,
                         init_idx: np.ndarray, init_alpha: np.ndarray, init_offsets: np.ndarray,
-                        max_time: float) -> tuple[np.ndarray, np.ndarray]:
+                        max_time: float, blend_start: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """:func:`run_dense_rows` for many sub-problems at once (:func:`solve_many_rows_dense`); ``options.seed`` and
     ``options.max_time`` are replaced by ``seeds`` (one per sub-problem) and ``max_time`` (for all).
 
@@ -745,4 +884,4 @@ def run_many_dense_rows(X, rows: np.ndarray, offsets: np.ndarray, signs: np.ndar
         *_compiled_settings(kernel, bias, lam, options), float(max_time),
         np.ascontiguousarray(init_idx, dtype=np.int64), np.ascontiguousarray(init_alpha, dtype=np.float64),
         np.ascontiguousarray(init_offsets, dtype=np.int64), np.int64(BATCH), np.int64(options.n_init),
-        np.ascontiguousarray(seeds, dtype=np.uint32))
+        np.ascontiguousarray(seeds, dtype=np.uint32), bool(blend_start))
