@@ -327,12 +327,12 @@ def _refresh_gradient(rows, alpha, n_w, diag, G):
 
 
 # A warm start expected to need more support vectors (``blend_start``) is mixed with the balanced uniform weights
-# only when the line search's step toward them, estimated before any new kernel row is computed, is at least this:
-# the solution then has (almost) every point as a support vector.  Exact steps of 30 transitions of the pattern
-# searches (ijcnn1 at 3,333 points, USPS and letter pairs): 0.58-0.95 where the new solution held 91-100% of the
-# points, and the blend cut the pairwise steps by 40-80%; 0.42 and below where it held 17-74%, and there the blend
-# often cost steps (letter, C 1,024, gamma 1/16 -> 1/1024: 0.32-0.42, 40-47% of the points, up to 2.5x the steps;
-# a USPS pair, gamma 1/16 -> 1/1024: 0.30, 17%, 923 steps against 284).
+# only when the line search's step toward them, estimated before any new kernel row is computed, is at least this.
+# Exact steps of transitions of the pattern searches (ijcnn1 at 3,333 points; three USPS and three letter pairs):
+# the 14 at 0.5 or more (0.58-0.95) had 83-100% of the points in the new solution, and the blend cut the pairwise
+# steps by 57-79%.  Below 0.5 were some dense solutions too (ijcnn1, 0.22-0.49: 91-93% of the points, 25-46% fewer
+# steps) but also the sparse ones where the blend cost steps: letter, C 1,024, gamma 1/16 -> 1/1024, 0.32-0.42,
+# 40-47% of the points, up to 2.5x the steps; a USPS pair, gamma 1/16 -> 1/1024, 0.30, 17%, 923 steps against 284.
 BLEND_MIN_STEP = 0.5
 BLEND_SAMPLES = 256  # kernel values sampled per pair of signs to estimate u'Qu (_blend_step_estimate)
 
