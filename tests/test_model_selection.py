@@ -787,3 +787,37 @@ def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch
                            warm_start=False).fit(X, y)
     np.testing.assert_allclose(search.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"],
                                atol=0.01)
+
+
+def test_a_warm_refit_starts_from_the_mean_of_the_fold_models_at_the_best_point(monkeypatch):
+    """The refit continues from the mean of the k fold models at best_params (moved to all rows): per sub-problem
+    a point of the simplex on the union of their support; it reaches the cold fit's optimum."""
+    from coresvm import CoreSVC
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])  # three classes: three one-vs-one pairs
+    averaged = []
+    average = CoreSVC._averaged_with
+
+    def spy(self, others):
+        start = average(self, others)
+        averaged.append((len(others), start))
+        return start
+
+    monkeypatch.setattr(CoreSVC, "_averaged_with", spy)
+    search = PatternSearchCV(CoreSVC(tol=1e-5, random_state=0), {"C": [1.0, 16.0], "gamma": [0.5, 2.0]}, cv=3,
+                             warm_start=True).fit(X, y)
+    [(n_others, start)] = averaged
+    assert n_others == 2
+    offsets = start._warm_offsets
+    assert len(offsets) == 4 and np.all(np.diff(start._warm_rows[offsets[0]:offsets[1]]) > 0)
+    for k in range(3):
+        assert start._warm_alpha[offsets[k]:offsets[k + 1]].sum() == pytest.approx(1.0)
+    assert set(start._warm_rows) == set(start.support_)
+    np.testing.assert_array_equal(start.support_vectors_, X[start.support_])
+    refit = search.best_estimator_
+    cold = CoreSVC(tol=1e-5, random_state=0, **search.best_params_).fit(X, y)
+    assert refit.warm_started_
+    np.testing.assert_allclose([i["rho"] for i in refit.solver_info_], [i["rho"] for i in cold.solver_info_],
+                               rtol=1e-4)

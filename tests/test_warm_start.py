@@ -1,5 +1,6 @@
 """CoreSVC warm starts and the training callback."""
 
+import copy
 import pickle
 
 import numpy as np
@@ -431,3 +432,25 @@ def test_shared_inner_products_are_read_only_for_the_rows_they_were_lent_for(dig
     other._search_dots = lent
     other.fit(X[rows][::-1], y[rows][::-1])  # not the rows they were lent for: computed, as without
     assert len(given) == 6 and all(n == 0 for n in given)
+
+
+def test_averaged_solution_merges_rows_and_refuses_other_decompositions(digits):
+    """``_averaged_with``: the mean of a model with itself is itself (shared rows merged, not repeated); models of
+    other classes give back the first model unchanged."""
+    X, y = digits
+    model = CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(X, y)
+    same = model._averaged_with([copy.copy(model)])
+
+    def weights_by_row(m, k):  # sub-problem k's weights (the mean lists its rows in increasing order)
+        part = slice(m._warm_offsets[k], m._warm_offsets[k + 1])
+        return dict(zip(m._warm_rows[part].tolist(), m._warm_alpha[part].tolist(), strict=True))
+
+    np.testing.assert_array_equal(same._warm_offsets, model._warm_offsets)
+    for k in range(len(model._warm_offsets) - 1):
+        assert weights_by_row(same, k) == pytest.approx(weights_by_row(model, k))
+    in_row_order = np.argsort(model.support_)  # the mean lists the support vectors by row
+    np.testing.assert_array_equal(same.support_, model.support_[in_row_order])
+    np.testing.assert_array_equal(same.support_vectors_, model.support_vectors_[in_row_order])
+    np.testing.assert_array_equal(same._warm_support_classes, model._warm_support_classes[in_row_order])
+    fewer_classes = CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(X[y < 3], y[y < 3])
+    assert model._averaged_with([fewer_classes]) is model

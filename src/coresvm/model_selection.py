@@ -777,16 +777,24 @@ class _CandidateEvaluator:
         return start
 
     def refit_estimator(self, best_params: dict):
-        """The estimator to refit on all rows: for coresvm's estimators, warm-started from the fold
-        model nearest to ``best_params`` (every row a fold trained on is a row of the whole set)."""
+        """The estimator to refit on all rows: for coresvm's estimators, warm-started from the mean of the
+        fold models at ``best_params`` (``_averaged_with``), or from the fold model nearest to it when fewer
+        than two folds have one there (every row a fold trained on is a row of the whole set)."""
         if not (self.transfer and self.warm_models):
             return clone(self.base_estimator).set_params(**best_params)
         self.dot_rows.clear()  # the refit reads none of the folds' kept rows: free them before it runs
         for _, _, kept_model in self._row_holders():
             kept_model._kernel_rows = None
-        (split, _), (_, model) = min(self.warm_models.items(),
-                                     key=lambda item: (sum(self._grid_distance(item[1][0], best_params)), item[0][0]))
-        start = model._moved_to_rows(np.asarray(self.splits[split][0])).set_params(**best_params)
+        by_distance = sorted(self.warm_models.items(),
+                             key=lambda item: (sum(self._grid_distance(item[1][0], best_params)), item[0][0]))
+        moved = [model._moved_to_rows(np.asarray(self.splits[split][0]))
+                 for (split, _), (params, model) in by_distance if not sum(self._grid_distance(params, best_params))]
+        if len(moved) >= 2 and callable(getattr(moved[0], "_averaged_with", None)):
+            start = moved[0]._averaged_with(moved[1:])
+        else:
+            (split, _), (_, model) = by_distance[0]
+            start = model._moved_to_rows(np.asarray(self.splits[split][0]))
+        start.set_params(**best_params)
         if self.shared_dots is not None:
             start._search_dots = self.shared_dots.on_rows(np.arange(_num_samples(self.X)))
         return start

@@ -1074,6 +1074,40 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         moved._warm_offsets = np.concatenate([[0], np.cumsum(kept)])[self._warm_offsets].astype(np.int64)
         return moved
 
+    def _averaged_with(self, others: list[CoreSVC]) -> CoreSVC:
+        """A shallow copy whose kept solution is, per sub-problem, the mean of this model's and ``others``'s weights
+        (all on the same training rows, e.g. cross-validation fold models at one point moved to all rows with
+        :meth:`_moved_to_rows`); ``self`` when their decompositions differ.
+
+        Each fold's weights sum to 1 per sub-problem, so the mean does too: a point of the simplex, as any warm start.
+        Every row is in k - 1 of k folds, so the mean spreads the weight as the whole set's solution does; one
+        fold's solution leaves a third of ijcnn1's rows without weight (5,000 rows, 3 folds, C 256, gamma 1:
+        22,966 pairwise steps from the mean, 49,266 from one fold, 39,276 cold).
+        """
+        models = [self, *others]
+        if not all(hasattr(model, "_warm_rows") and len(model._warm_offsets) == len(self._warm_offsets)
+                   and _same_labels(model.classes_, self.classes_) for model in models):
+            return self
+        averaged = copy.copy(self)
+        rows, alpha, offsets = [], [], [0]
+        for k in range(len(self._warm_offsets) - 1):
+            parts = [(m, slice(m._warm_offsets[k], m._warm_offsets[k + 1])) for m in models]
+            unique, where = np.unique(np.concatenate([m._warm_rows[part] for m, part in parts]), return_inverse=True)
+            weights = np.concatenate([m._warm_alpha[part] for m, part in parts])
+            rows.append(unique)
+            alpha.append(np.bincount(where, weights=weights, minlength=len(unique)) / len(models))
+            offsets.append(offsets[-1] + len(unique))
+        averaged._warm_rows, averaged._warm_alpha = np.concatenate(rows).astype(np.int64), np.concatenate(alpha)
+        averaged._warm_offsets = np.asarray(offsets, dtype=np.int64)
+        # The support vectors a warm fit checks against the new X (_previous_solution): the union, in row order.
+        support = np.concatenate([model.support_ for model in models])
+        support, first = np.unique(support, return_index=True)
+        averaged.support_ = support
+        averaged.support_vectors_ = _stacked_rows([model.support_vectors_ for model in models])[first]
+        averaged._warm_support_classes = np.concatenate([model._warm_support_classes for model in models])[first]
+        averaged._dot_rows = averaged._kernel_rows = None
+        return averaged
+
     # ---------------------------------------------------------- probabilities
     def _fit_probability(self, X, y, y_index, sample_weight, keep, problems, rng) -> None:
         """Platt sigmoids on held-out decision values of an internal stratified cross-validation."""
@@ -1571,6 +1605,11 @@ def _grouped_by_class(n_support: np.ndarray, pair_coef: np.ndarray) -> bool:
 
 def _same_labels(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.all(a == b))
+
+
+def _stacked_rows(blocks: list):
+    """Row blocks (dense or CSR, as ``support_vectors_``) stacked in order."""
+    return sp.vstack(blocks, format="csr") if sp.issparse(blocks[0]) else np.concatenate(blocks)
 
 
 def _same_rows(A, B) -> bool:
