@@ -306,6 +306,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ``warm_started_`` tells which happened.  The kernel (gamma) may
         change: the old weights are a feasible point of the new problem
         (PatternSearchCV starts fits at a new gamma from the nearest one).
+        At a smaller C or RBF gamma (the support grows), a sub-problem on the
+        small-problem path may instead start from every point: the old
+        weights mixed with balanced uniform ones by exact line search, when
+        the estimated step toward them is at least 0.5 (README, "Warm starts").
         Multiclass fits on the compiled small-problem path (see ``solver``)
         with at least 64 features also keep their working sets' inner
         products ``<x_i, x_j>`` (at most ``cache_size`` MB, in memory only:
