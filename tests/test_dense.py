@@ -522,7 +522,7 @@ def test_blend_step_estimate_is_near_the_exact_line_search_step():
         n2, D = alpha @ G, alpha @ diag
         exact = np.clip((n2 - u @ G) / ((u - alpha) @ Q @ (u - alpha)), 0.0, 1.0)
         estimate = _blend_step_estimate(X, norms, signs, spec.code, 1.0, 0.0, 3.0, 1.0, diag, inv_c, 0.0, alpha, G,
-                                        n2, D)
+                                        n2, D, rows)
         if exact >= 0.3:  # below, the cheap upper bound may answer 0 without sampling
             assert abs(estimate - exact) <= 0.05, (old_C, new_C, estimate, exact)
         else:

@@ -39,18 +39,25 @@ def test_warm_start_after_changing_C_reaches_the_cold_optimum_in_fewer_iteration
 
 
 @pytest.mark.parametrize("features", [slice(None), slice(None, None, 2)])  # pair by pair; in compiled chunks
-def test_warm_start_to_a_much_smaller_C_reaches_the_cold_optimum_in_fewer_iterations(digits, features):
+def test_warm_start_to_a_much_smaller_C_reaches_the_cold_optimum_in_fewer_iterations(digits, features, monkeypatch):
     """C 10 -> 0.05: nearly every point becomes a support vector; the warm starts blended with the balanced weights
-    (solvers/dense.py) reach the cold optimum.  32 features: the one-vs-one pairs are solved in compiled chunks."""
+    (solvers/dense.py) reach the cold optimum in far fewer steps than from the old weights alone.  32 features:
+    the one-vs-one pairs are solved in compiled chunks."""
     X, y = digits
     X = X[:, features]
     params = dict(gamma=0.05, tol=1e-4, max_iter=10**6, random_state=0)
     cold = CoreSVC(C=0.05, **params).fit(X, y)
-    warm = CoreSVC(C=10, warm_start=True, **params).fit(X, y).set_params(C=0.05).fit(X, y)
+
+    def warm_fit():
+        return CoreSVC(C=10, warm_start=True, **params).fit(X, y).set_params(C=0.05).fit(X, y)
+
+    warm = warm_fit()
     assert warm.warm_started_ and warm.fit_status_ == 0
     np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
     np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
-    assert warm.n_iter_.sum() < 0.5 * cold.n_iter_.sum(), (warm.n_iter_.sum(), cold.n_iter_.sum())
+    monkeypatch.setattr(CoreSVC, "_expects_more_support", lambda self, previous_kernel: False)
+    unblended = warm_fit()
+    assert warm.n_iter_.sum() < 0.6 * unblended.n_iter_.sum(), (warm.n_iter_.sum(), unblended.n_iter_.sum())
 
 
 def test_warm_start_when_rows_are_appended(digits):

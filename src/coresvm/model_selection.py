@@ -120,8 +120,9 @@ class PatternSearchCV(BaseSearchCV):
         one fold that share every parameter but C run in increasing C on one estimator. For
         coresvm's estimators (``CoreSVC``) every other fit starts warm too: from the nearest
         fitted model of the same fold (another gamma), or from another fold's model restricted
-        to the rows both folds train on (gsvm's support-vector reuse), and the refit starts from
-        the mean of the fold models at the best point; only the search's first fit is cold. Their dual is a point of the
+        to the rows both folds train on (gsvm's support-vector reuse), and the refit starts
+        from the mean of the fold models at the best point; only the search's first fit is
+        cold. Their dual is a point of the
         simplex, so any such start is feasible and the fit reaches the same optimum (within
         ``tol``). CoreSVC's warm fits also keep their inner products ``<x_i, x_j>`` (multiclass,
         at least 64 features); the search keeps the latest set once per fold and gives it to the

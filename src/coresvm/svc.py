@@ -641,7 +641,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._rows_in = self._previous_kernel_rows(X, problems, reuse_values=previous is not None)
         self._blend_start = previous is not None and self._expects_more_support(previous_kernel)
         if previous is not None:
-            _attach_warm_starts(problems, previous, self._heavy_starts(problems, previous_kernel, self._rows_in))
+            _attach_warm_starts(problems, previous, self._heavy_starts(X, problems, previous_kernel, self._rows_in))
         # A search's inner products of all its rows, when it lends them (model_selection): every sub-problem reads
         # its own from there, so this fit keeps none of its own.
         self._search_rows = self._shared_dot_positions(X)
@@ -945,7 +945,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             return None
         return self._warm_rows, self._warm_alpha, self._warm_offsets
 
-    def _heavy_starts(self, problems: list[SubProblem], previous_kernel: KernelSpec | None,
+    def _heavy_starts(self, X, problems: list[SubProblem], previous_kernel: KernelSpec | None,
                       rows_in: dict) -> list[bool]:
         """Per sub-problem, whether its warm start takes only the heavy old support vectors (weight at least the
         mean), not all of them.
@@ -964,15 +964,22 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
           changed sample or class weights do not count (a speed rule; any start reaches the same optimum).
 
         Small problems' rows are cheap and their light points mostly stay (letter's ~80-point pairs: 5% more
-        steps over a search when started from the heavy ones).
+        steps over a search when started from the heavy ones).  Nor when the fit expects more support vectors
+        (``_blend_start``) on the small-problem path, where a blended start may follow: from the heavy ones the
+        step test passed where the support stayed sparse (ijcnn1, 4,000 points, (1024, 1/16) -> (1024, 1/1024):
+        0.72-0.94 s blended against 0.26-0.63 s from the whole support and 0.19 s cold).
         """
-        if self._blend_start:  # the support is expected to grow: the light support vectors stay
-            return [False] * len(problems)
         kernel_changed = previous_kernel != self._kernel_spec
         c_grew = float(self.C) >= HEAVY_START_C_RATIO * getattr(self, "_warm_C", np.inf)
-        return [len(problem.rows) >= HEAVY_START_MIN_POINTS and (
-                    kernel_changed or (c_grew and not _holds_kernel_values(rows_in.get(problem.index, NO_KERNEL_ROWS))))
-                for problem in problems]
+        options = self._solver_options(len(X), 0, np.inf)
+
+        def heavy(problem: SubProblem) -> bool:
+            if len(problem.rows) < HEAVY_START_MIN_POINTS or (
+                    self._blend_start and self._small_problem_fast_path(X, len(problem.rows), options)):
+                return False
+            return kernel_changed or (c_grew and not _holds_kernel_values(rows_in.get(problem.index, NO_KERNEL_ROWS)))
+
+        return [heavy(problem) for problem in problems]
 
     def _expects_more_support(self, previous_kernel: KernelSpec | None) -> bool:
         """Whether this warm fit's solution likely has more support vectors than the last one's: a smaller ``C``
@@ -1085,8 +1092,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
         Each fold's weights sum to 1 per sub-problem, so the mean does too: a point of the simplex, as any warm start.
         Every row is in k - 1 of k folds, so the mean spreads the weight as the whole set's solution does; one
-        fold's solution leaves a third of ijcnn1's rows without weight (5,000 rows, 3 folds, C 256, gamma 1:
-        22,966 pairwise steps from the mean, 49,266 from one fold, 39,276 cold).
+        fold's solution leaves a third of ijcnn1's rows without weight (the refit of a search at 5,000 rows,
+        3 folds, C 256, gamma 1: 23,440 pairwise steps from the mean, 49,266 from one fold, 39,276 cold).
         """
         models = [self, *others]
         if not all(hasattr(model, "_warm_rows") and len(model._warm_offsets) == len(self._warm_offsets)
