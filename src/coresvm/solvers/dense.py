@@ -358,6 +358,18 @@ def _balanced_weights(y):
 
 
 @njit(cache=True, nogil=True)
+def _step_toward(uG, uQu, u_diag, n2, D, lam):
+    """The exact line search's step in [0, 1] from ``a`` toward ``u`` (0 when it does not decrease ``f``), from
+    ``u'Qa``, ``u'Qu``, ``u'diag``, ``a'Qa`` and ``a'diag``: ``f(a + t (u - a)) - f(a) = t * derivative + t^2 *
+    curvature`` for ``f(a) = a'Qa - lam a'diag`` (seed 000 eq. 18's objective)."""
+    derivative = 2.0 * (uG - n2) - lam * (u_diag - D)
+    curvature = uQu - 2.0 * uG + n2
+    if derivative >= 0.0 or curvature <= 0.0:
+        return 0.0
+    return min(1.0, -derivative / (2.0 * curvature))
+
+
+@njit(cache=True, nogil=True)
 def _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, inv_c, lam, alpha, G, n2, D, position):
     """The line search's step from ``a`` toward the balanced weights ``u`` (:func:`_blend_toward_balanced`), before
     any new kernel row is computed: ``G = Q a`` must be exact for every point (the warm start's rows).
@@ -424,10 +436,7 @@ def _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, in
             value = kernel_from_dot(kind, dot, norms[i], norms[j], gamma, coef0, degree) + bias
             total += u[i] * u[j] * y[i] * y[j] * value
         uQu += n_pairs * total / BLEND_SAMPLES
-    curvature = uQu - 2.0 * uG + n2
-    if curvature <= 0.0:
-        return 0.0
-    return min(1.0, -derivative / (2.0 * curvature))
+    return _step_toward(uG, uQu, u_diag, n2, D, lam)
 
 
 @njit(cache=True, nogil=True)
@@ -450,12 +459,9 @@ def _blend_toward_balanced(rows, alpha, G, y, diag, lam, n2, D):
         uG += u[i] * G[i]
         uQu += u[i] * Qu[i]
         u_diag += u[i] * diag[i]
-    # f(a + t (u - a)) - f(a) = t * derivative + t^2 * curvature (seed 000 eq. 18's objective along u - a)
-    derivative = 2.0 * (uG - n2) - lam * (u_diag - D)
-    curvature = uQu - 2.0 * uG + n2
-    if derivative >= 0.0 or curvature <= 0.0:
+    t = _step_toward(uG, uQu, u_diag, n2, D, lam)
+    if t == 0.0:
         return n2, D
-    t = min(1.0, -derivative / (2.0 * curvature))
     n2 = 0.0
     D = 0.0
     for i in range(m):
