@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels import RBF_FACTOR_LIMIT, apply_kernel_to_dots, kernel_product, row_to_dense, single_threaded_blas
+from ..kernels import _rbf_factorizable, apply_kernel_to_dots, kernel_product, row_to_dense, single_threaded_blas
 from ..problem import extended_column, extended_row
 from .core_set import _compact_gram_in_place, select_second_vertex
 from .engine import (
@@ -526,7 +526,7 @@ class _BlockScorer:
             self.column_points = np.full(features.shape[1], -1, dtype=np.int64)
         spec = problem.kernel
         self.rbf = spec.name == "rbf"
-        self.factorized = self.rbf and 2.0 * spec.gamma * float(problem.norms.max(initial=0.0)) < RBF_FACTOR_LIMIT
+        self.factorized = self.rbf and _rbf_factorizable(spec, problem.norms, problem.norms)
         self.coef = None
 
     def refresh(self, sv_idx: np.ndarray, alpha: np.ndarray, n_sv: int) -> None:
