@@ -786,15 +786,12 @@ class _CandidateEvaluator:
         self.dot_rows.clear()  # the refit reads none of the folds' kept rows: free them before it runs
         for _, _, kept_model in self._row_holders():
             kept_model._kernel_rows = None
-        by_distance = sorted(self.warm_models.items(),
-                             key=lambda item: (sum(self._grid_distance(item[1][0], best_params)), item[0][0]))
-        moved = [model._moved_to_rows(np.asarray(self.splits[split][0]))
-                 for (split, _), (params, model) in by_distance if not sum(self._grid_distance(params, best_params))]
-        if len(moved) >= 2 and callable(getattr(moved[0], "_averaged_with", None)):
-            start = moved[0]._averaged_with(moved[1:])
-        else:
-            (split, _), (_, model) = by_distance[0]
-            start = model._moved_to_rows(np.asarray(self.splits[split][0]))
+        by_distance = sorted(((sum(self._grid_distance(params, best_params)), split, model)
+                              for (split, _), (params, model) in self.warm_models.items()), key=lambda entry: entry[:2])
+        nearest = [(split, model) for distance, split, model in by_distance if distance == 0] or [by_distance[0][1:]]
+        moved = [model._moved_to_rows(np.asarray(self.splits[split][0])) for split, model in nearest]
+        averaged = getattr(moved[0], "_averaged_with", None)
+        start = averaged(moved[1:]) if len(moved) >= 2 and callable(averaged) else moved[0]
         start.set_params(**best_params)
         if self.shared_dots is not None:
             start._search_dots = self.shared_dots.on_rows(np.arange(_num_samples(self.X)))
