@@ -294,3 +294,26 @@ def test_score_is_scikit_learns_accuracy_for_every_kind_of_target():
         model.score(X_test, y_test[:-1])
     with pytest.raises(ValueError):
         model.score(X_test, y_test.reshape(-1, 1).repeat(2, axis=1))
+
+
+def test_swap_defaults_to_the_papers_mdm_partner_and_coreset_to_imdm(binary_data):
+    """solver='swap' is the SWAP of Frandi, Nanculef and Suykens (2015, sec. 2): by default its pairwise step takes
+    weight from the active vertex of largest gradient (MDM), not the IMDM partner; IMDM stays available by name,
+    and the core-set solver's inner solve keeps IMDM."""
+    X, y = binary_data
+    params = dict(C=10, gamma=0.2, solver="swap", search="full", tol=1e-6, random_state=0)
+
+    def run(**extra):
+        model = CoreSVC(**params, **extra).fit(X, y)
+        return model.solver_info_[0]["iterations"], model.dual_coef_
+
+    default_iter, default_coef = run()
+    mdm_iter, mdm_coef = run(selection="mdm")
+    imdm_iter, _ = run(selection="imdm")
+    assert default_iter == mdm_iter
+    np.testing.assert_array_equal(default_coef, mdm_coef)
+    assert imdm_iter != mdm_iter  # the two rules take different paths on this problem
+    assert CoreSVC(solver="swap")._second_vertex_rule == "mdm"
+    assert CoreSVC(solver="coreset")._second_vertex_rule == "imdm"
+    assert CoreSVC(solver="mnsvm")._second_vertex_rule == "imdm"
+    assert CoreSVC(solver="swap", selection="gmdm")._second_vertex_rule == "gmdm"

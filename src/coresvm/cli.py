@@ -395,7 +395,8 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
                         help="relative duality-gap tolerance, or 'default' (CoreSVC's 0.01)")
     solver.add_argument("-E", "--eta", type=float, help="over-relaxation factor in [1, 2) (default 1)")
     solver.add_argument("-z", "--optimization", "--second-vertex", dest="selection",
-                        choices=["mdm", "imdm", "gmdm"], help="pairwise-step rule (default imdm)")
+                        choices=["mdm", "imdm", "gmdm"],
+                        help="pairwise-step rule (default: mdm for swap, the paper's SWAP; imdm otherwise)")
     solver.add_argument("-k", "--gmdm-k", type=float, help="exponent of the gmdm rule in [0, 1] (default 0.5)")
     solver.add_argument("--draw-number", type=int, metavar="N",
                         help="candidates per violator search: sample_size (FW random search) and n_candidates "

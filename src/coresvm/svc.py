@@ -236,12 +236,17 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     sampling : {'uniform', 'stratified'}, default='uniform'
         How random candidates are drawn by the sampling solvers: uniformly, or
         gsvm's "fair" draw (a class first, then a point of it; gsvm ``-s``).
-    selection : {'mdm', 'imdm', 'gmdm'}, default='imdm'
+    selection : {'mdm', 'imdm', 'gmdm'} or None, default=None
         Second-vertex rule (gsvm ``-z``): how a pairwise step ('swap', the
         core-set inner solve, 'sphere', 'mnsvm') picks the point it takes weight from:
         'mdm' the active point with the largest gradient; 'imdm' the one whose
-        (clipped) step decreases the objective most (Franc; seed 004 eq. 5.33);
-        'gmdm' the generalized rule with exponent ``gmdm_k``.
+        (clipped) step decreases the objective most (Franc; Strack 2013,
+        eq. 5.33); 'gmdm' the generalized rule with exponent ``gmdm_k``.
+        None: 'mdm' for 'swap', the SWAP step of Frandi, Nanculef and Suykens
+        (2015, sec. 2), whose pairwise direction ``u - v`` takes weight from
+        the active vertex of largest gradient (the away vertex of MFW), and
+        'imdm' for every other solver.  'mfw' always uses the MDM vertex (its
+        away step).
     gmdm_k : float, default=0.5
         Exponent of the 'gmdm' rule in [0, 1] (0 is MDM, 1 is IMDM).
     n_candidates : int or None, default=None
@@ -396,7 +401,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         multiscale: bool = True,
         draws: int | None = None,
         sampling: str = "uniform",
-        selection: str = "imdm",
+        selection: str | None = None,
         gmdm_k: float = 0.5,
         n_candidates: int | None = None,
         batch_size: int | None = None,
@@ -489,7 +494,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         if (isinstance(self.callback_every, bool) or not isinstance(self.callback_every, (int, np.integer))
                 or self.callback_every < 1):
             raise ValueError(f"callback_every must be an integer >= 1; got {self.callback_every!r}")
-        check_choice("selection", self.selection, SECOND_VERTEX_RULES)
+        if self.selection is not None:
+            check_choice("selection", self.selection, SECOND_VERTEX_RULES)
         if not isinstance(self.bias, bool):
             check_choice("bias", self.bias, BIAS_RULES)
         if self.stopping is not None:
@@ -544,7 +550,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             max_add=int(self.batch_size or batch),
             radius_test=self.solver == "cvm",
             step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
-            second_vertex=self.selection,
+            second_vertex=self._second_vertex_rule,
             gmdm_k=float(self.gmdm_k),
             sample_size=0 if full else int(min(self.sample_size, n_points)),
             stratified=self.sampling == "stratified",
@@ -563,6 +569,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             probe=probe,
             multiscale=bool(self.multiscale),
         )
+
+    @property
+    def _second_vertex_rule(self) -> str:
+        """``selection``, or its default: the paper's MDM vertex for 'swap' (Frandi, Nanculef and Suykens 2015,
+        sec. 2), IMDM for the other solvers (the core-set inner solve, SphereSVM, MNSVM)."""
+        if self.selection is not None:
+            return self.selection
+        return "mdm" if self.solver == "swap" else "imdm"
 
     @property
     def _bias_rule(self) -> str:
