@@ -1,4 +1,4 @@
-"""Benchmark AESVC (AESVM, seed 003) against scikit-learn's SVC on the full data, over a (C, gamma) grid.
+"""Benchmark AESVC (AESVM, Nandan et al. 2014) against scikit-learn's SVC on the full data, over a (C, gamma) grid.
 
 For every dataset and every grid point ``(gamma, C)`` one run trains
 
@@ -7,7 +7,7 @@ For every dataset and every grid point ``(gamma, C)`` one run trains
   set with ``sample_weight = beta``;
 * ``sklearn.svm.SVC(C, gamma)`` on the full training set (the paper's LIBSVM reference),
 
-and reports the paper's metrics (seed 003 Sec. 5.1): representative-set fraction ``M/N`` and
+and reports the paper's metrics (Nandan et al. 2014 Sec. 5.1): representative-set fraction ``M/N`` and
 DeriveRS time per gamma; RMSE of test accuracy against SVC over the grid (percentage points);
 ETS (mean over the grid of ``T_SVC / T_AESVC``, the latter without DeriveRS); OTS (total SVC
 time over the grid divided by total AESVC time *including* every DeriveRS); OCS (total #SV

@@ -1,6 +1,6 @@
 """MNSVM, SphereSVM and BVM over a whole (C, gamma) grid: the thesis's comparison of search time.
 
-Seed 004 (sec. 7.1.3-7.1.4) compares the gsvm solvers by the time of a whole nested
+Strack 2013 (sec. 7.1.3-7.1.4) compares the gsvm solvers by the time of a whole nested
 cross-validation, i.e. summed over every (C, gamma) of gsvm's grid, not at one parameter pair:
 MNSVM "about 2x more efficient than BVM", "almost always faster than SphereSVM, about 2x on web
 and reuters" (both with the MEB stopping rule, sec. 7.1.4).  This script times one fit per grid
@@ -28,7 +28,7 @@ from sklearn.svm import SVC
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run_benchmarks as rb  # noqa: E402
 
-GSVM_C = [4.0**k for k in range(-2, 6)]  # gsvm's default grid (seed 004, gsvm options -c/-C/-r)
+GSVM_C = [4.0**k for k in range(-2, 6)]  # gsvm's default grid (Strack 2013, gsvm options -c/-C/-r)
 GSVM_GAMMA = [4.0**k for k in range(-5, 3)]
 
 

@@ -5,7 +5,7 @@ For every dataset and each of ``multiclass='ovo'`` and ``'joint'``:
 * model selection: fit on 80% of the training set for every C of ``--c-grid`` and keep
   the best accuracy on the other 20% (the "select time" column is the total time
   of these fits -- the part of model selection that the thesis' nested-CV time
-  measures, seed 004 sec. 7.4).  ovo uses the dataset's reference gamma (tuned for
+  measures, Strack 2013 sec. 7.4).  ovo uses the dataset's reference gamma (tuned for
   pairwise SVC); joint also tries that gamma times each of ``--joint-gamma-factors``,
   because its best kernel width differs (letter: narrower);
 * final fit on the whole training set with the selected parameters: training time,

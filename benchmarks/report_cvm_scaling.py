@@ -1,4 +1,4 @@
-"""CVM scaling on the checkerboard (seed 002, Sec. 5.1 / Figure 2): train time, #SV and accuracy vs m.
+"""CVM scaling on the checkerboard (Tsang et al. 2005, Sec. 5.1 / Figure 2): train time, #SV and accuracy vs m.
 
 For each training size ``m`` the script fits ``CoreSVC(solver='cvm')`` (and, optionally,
 ``solver='coreset'``) on ``m`` points of the 4x4 checkerboard and scikit-learn's ``SVC`` (LIBSVM)
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
 
     command = "python benchmarks/report_cvm_scaling.py " + " ".join(sys.argv[1:] if argv is None else argv)
     lines = [
-        "# CVM scaling on the 4x4 checkerboard (seed 002)",
+        "# CVM scaling on the 4x4 checkerboard (Tsang et al. 2005)",
         "",
         f"- Command: `{command}`",
         f"- Machine: {platform.platform()}, Python {platform.python_version()}; coresvm git {git_revision()}",

@@ -1,4 +1,4 @@
-"""PARTAN vs FW (seed 001, Tables 2-3) and FW/MFW vs CVM (seed 000) on one problem per dataset.
+"""PARTAN vs FW (Frandi et al. 2015, Tables 2-3) and FW/MFW vs CVM (Frandi et al. 2013) on one problem per dataset.
 
 Every method solves the *same* problem (same C, same gamma, same tolerance, full vertex search,
 seeded start) so that iteration and time ratios compare the algorithms, not the models.  For
@@ -11,7 +11,7 @@ The paper used ``eps = 1e-4`` (Table 2) and ``1e-3 .. 1e-6`` (Table 3), with the
 heuristic and a C chosen on validation data (values not reported).  Here gamma is the value
 ``run_benchmarks.py`` uses for each dataset and C = 16 (``--C`` overrides).  Our
 ``tol`` is the relative duality gap ``1 - min_i (Qa)_i / a'Qa``; the paper's ``eps`` may differ
-from it by a constant factor (notes seed 001, sec. 1.5).
+from it by a constant factor (notes on Frandi et al. 2015, sec. 1.5).
 
 SWAP is the paper's (Frandi, Nanculef and Suykens 2015, sec. 2): its pairwise step takes weight from the
 active vertex of largest gradient (MDM), ``solver='swap'``'s default.  ``swap-imdm`` is the same step with
@@ -48,9 +48,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_benchmarks import git_revision, import_coresvm, load_dataset  # noqa: E402
 
-# C = 16, the top of the FW-SVM code's default grid 2^-4..2^4 (seed 001 notes, sec. 3.3).  At the larger C that
-# run_benchmarks.py selects for accuracy (ijcnn1 4096), no FW-family solver reached even tol = 1e-2 within 40 s
-# on 10,000 ijcnn1 rows, so no ratio of converged runs could be measured there.
+# C = 16, the top of the FW-SVM code's default grid 2^-4..2^4 (notes on Frandi et al. 2015, sec. 3.3).
+# At the larger C that run_benchmarks.py selects for accuracy (ijcnn1 4096), no FW-family solver reached
+# even tol = 1e-2 within 40 s on 10,000 ijcnn1 rows, so no ratio of converged runs could be measured there.
 DEFAULT_C = {"ijcnn1": 16.0, "w8a": 16.0, "a9a": 16.0, "checkerboard": 16.0}
 DEFAULT_METHODS = "fw,mfw,swap,swap-imdm,partan"
 # A method name is a solver, optionally with a second-vertex rule: "swap-imdm" is solver='swap' with selection='imdm'.
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
 
     command = "python benchmarks/report_partan_fw.py " + " ".join(sys.argv[1:] if argv is None else argv)
     out = [
-        "# PARTAN vs FW (seed 001) and FW/MFW vs CVM (seed 000): the same problem for every method",
+        "# PARTAN vs FW (Frandi et al. 2015) and FW/MFW vs CVM (Frandi et al. 2013): the same problem for every method",
         "",
         f"- Command: `{command}`",
         f"- Machine: {platform.platform()}, {platform.machine()}, Python {platform.python_version()}",

@@ -224,7 +224,7 @@ def make_coresvc(
     """A CoreSVC with the benchmark's common settings.
 
     ``solver`` may name a stopping rule for the gsvm family after a dash: ``mnsvm-meb`` is
-    ``CoreSVC(solver='mnsvm', stopping='meb')`` (seed 004 sec. 7.1.4 compares MNSVM with
+    ``CoreSVC(solver='mnsvm', stopping='meb')`` (Strack 2013 sec. 7.1.4 compares MNSVM with
     SphereSVM and BVM under the MEB rule).
     """
     solver, _, stopping = solver.partition("-")

@@ -1,4 +1,4 @@
-"""Pattern search vs grid search, and warm vs cold fits, over gsvm's 8x8 grid (seed 004, Sec. 7.7).
+"""Pattern search vs grid search, and warm vs cold fits, over gsvm's 8x8 grid (Strack 2013, Sec. 7.7).
 
 For every dataset, on the same (optionally subsampled) training set and the same stratified,
 shuffled folds, over gsvm's grid (C = 4^-2..4^5, gamma = 4^-5..4^2):

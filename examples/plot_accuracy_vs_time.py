@@ -11,7 +11,7 @@ Three ways to get a kernel SVM on more data than ``SVC`` handles comfortably:
   (:class:`~sklearn.kernel_approximation.Nystroem` + :class:`~sklearn.svm.LinearSVC`).
 
 Each point below is one fit; the x-axis is its training time on this machine, the y-axis its
-test accuracy. The data are 20,000 points of the CVM paper's 4x4 checkerboard (seed 002), the
+test accuracy. The data are 20,000 points of the CVM paper's 4x4 checkerboard (Tsang et al. 2005), the
 same RBF width for every method. ``benchmarks/run_benchmarks.py`` makes the same comparison on
 ijcnn1, w8a, a9a and a 1,000,000-point checkerboard (tables in ``benchmarks/results/``).
 """

@@ -3,7 +3,7 @@
 Decision boundaries on the checkerboard
 =======================================
 
-The 4x4 checkerboard of the CVM paper (seed 002, Sec. 5.1): uniform points on
+The 4x4 checkerboard of the CVM paper (Tsang et al. 2005, Sec. 5.1): uniform points on
 :math:`[0, 4)^2`, labelled by the parity of their unit cell (``coresvm.datasets.make_checkerboard``).
 It needs a narrow RBF kernel and many support vectors along the cell edges.
 

@@ -3,14 +3,14 @@
 Convergence of FW, MFW, SWAP and PARTAN: gap vs iterations and time
 ===================================================================
 
-The analogue of Figure 3 of seed 001 (Frandi, Nanculef, Suykens: PARTAN-accelerated
-Frank-Wolfe), on a small generated problem: the relative duality gap of the four Frank-Wolfe
+The analogue of Figure 3 of Frandi et al. 2015 (Frandi, Ñanculef and Suykens, the PARTAN-accelerated
+Frank-Wolfe paper), on a small generated problem: the relative duality gap of the four Frank-Wolfe
 variants after each iteration, and against wall-clock time.
 
-* ``'fw'``: toward steps with exact line search (seed 000 Alg. 2); sublinear, zig-zags.
-* ``'mfw'``: adds Wolfe's away and drop steps (seed 000 Alg. 3).
-* ``'swap'``: the pairwise step :math:`e_i - e_j` when it beats the FW step (seed 001 Sec. 2.4).
-* ``'partan'``: a FW step followed by a parallel-tangent step (seed 001 Alg. 2).
+* ``'fw'``: toward steps with exact line search (Frandi et al. 2013 Alg. 2); sublinear, zig-zags.
+* ``'mfw'``: adds Wolfe's away and drop steps (Frandi et al. 2013 Alg. 3).
+* ``'swap'``: the pairwise step :math:`e_i - e_j` when it beats the FW step (Frandi et al. 2015 Sec. 2.4).
+* ``'partan'``: a FW step followed by a parallel-tangent step (Frandi et al. 2015 Alg. 2).
 
 The solvers record the gap of every iteration when ``SolverOptions.trace_length`` is set; the
 example calls the solver driver directly to get those traces (``CoreSVC`` runs the same code).
@@ -77,7 +77,7 @@ plt.show()
 # weight of a spurious point gradually. The away steps of MFW and the pairwise steps of SWAP can
 # move weight off a point in one step, and their gap falls much faster once the support is
 # found. PARTAN's extra step costs almost nothing (no new kernel column) and speeds FW up, but
-# here less than the away and pairwise steps. Seed 001 saw the same ordering at tight
+# here less than the away and pairwise steps. Frandi et al. 2015 saw the same ordering at tight
 # tolerances (its Table 3: MFW overtakes PARTAN at :math:`\varepsilon = 10^{-6}`); the measured
 # iteration and time ratios on real data sets are in ``benchmarks/REPORT.md``.
 for rule in ("mfw", "swap", "partan"):

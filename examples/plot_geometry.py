@@ -14,15 +14,15 @@ with :math:`Q_{ij} = y_i y_j (k(x_i, x_j) + 1) + \\delta_{ij}/C_i`. The weights 
 how much each point contributes to a *center* :math:`c = \\sum_i a_i \\varphi(x_i)`:
 
 * :math:`\\lambda = 1` is the **minimum enclosing ball** (MEB) of the points: CVM, BVM and
-  SphereSVM (seeds 002 and 004) grow a ball around a few points until it covers all others.
+  SphereSVM (Tsang et al. 2005 and Strack 2013) grow a ball around a few points until it covers all others.
 * :math:`\\lambda = 0` is the **minimal-norm point** (MNP) of their convex hull: the
-  Frank-Wolfe family and MNSVM (seeds 000, 001, 004) move a point inside the hull toward the
-  origin.
+  Frank-Wolfe family and MNSVM (Frandi et al. 2013, Frandi et al. 2015 and Strack 2013) move a
+  point inside the hull toward the origin.
 
 For the RBF kernel, :math:`\\mathrm{diag}(Q)` is constant and both problems have the same
 solution. The points with :math:`a_i > 0` form the **core set**; they are the support vectors.
 A core set is small: a :math:`(1+\\varepsilon)`-approximate ball needs at most
-:math:`2/\\varepsilon` points whatever the number of data points (seed 002).
+:math:`2/\\varepsilon` points whatever the number of data points (Tsang et al. 2005).
 
 The feature space of a real kernel cannot be drawn, so this example uses the same solver
 (``coresvm.solvers.driver.run_engine``) on points in the plane with the linear kernel, where
@@ -67,7 +67,7 @@ def solve(problem, rule, n_iter=None):
 # (a) The minimum enclosing ball and its core set
 # -----------------------------------------------
 # The Frank-Wolfe iterates of the MEB problem move the center toward the furthest point
-# (Badoiu-Clarkson / seed 000 Alg. 2). We record the center after each of the first 25 steps.
+# (Badoiu-Clarkson / Frandi et al. 2013 Alg. 2). We record the center after each of the first 25 steps.
 cloud = rng.normal(size=(60, 2)) * [1.2, 1.0]
 meb = plane_problem(cloud, lam=1.0)
 support, alpha = solve(meb, "mfw")
@@ -165,7 +165,7 @@ plt.show()
 # ---------------------------
 # * (a) Only the few points on the ball's boundary carry weight; every other point could be
 #   removed without changing the ball. The FW centers zig-zag toward the final center, which
-#   is why the away, pairwise (SWAP) and PARTAN steps of seeds 000 and 001 help.
+#   is why the away, pairwise (SWAP) and PARTAN steps of Frandi et al. 2013 and 2015 help.
 # * (b) The minimal-norm point is a combination of one or a few extreme points of the reflected
 #   classes; its direction is the normal of the maximum-margin line through the origin.
 # * (c) With the RBF kernel the same happens in feature space: the model depends only on the

@@ -4,7 +4,7 @@ Pattern search and grid search: the paths
 =========================================
 
 ``GridSearchCV`` cross-validates every point of the grid. ``PatternSearchCV`` (the "sparse grid
-search" of Strack's thesis, seed 004 Algorithm 6, after Momma & Bennett 2002) walks a cross
+search" of Strack's thesis, Strack 2013, Algorithm 6, after Momma & Bennett 2002) walks a cross
 pattern over the grid's indices instead: it evaluates the centre and one step up and down each
 axis, moves to the best of them or halves the step when the centre is best, and stops when the
 step reaches 0. It then restarts at the grid point farthest from every point evaluated so far.

@@ -4,10 +4,10 @@ Random vertex search: the effect of the sample size
 ===================================================
 
 With ``search='random'`` a Frank-Wolfe solver does not look at every point to find the next
-vertex: it takes the best of ``sample_size`` random points (seed 001 Sec. 2.6, after the
-probabilistic speed-up of the CVM paper, seed 002). The chance that the best of :math:`s`
+vertex: it takes the best of ``sample_size`` random points (Frandi et al. 2015 Sec. 2.6, after the
+probabilistic speed-up of the CVM paper, Tsang et al. 2005). The chance that the best of :math:`s`
 random points is among the top 5% of all points is :math:`1 - 0.95^s`, which is 0.95 at
-:math:`s = 59` and 0.99995 at :math:`s = 194`, the size seed 001 used.
+:math:`s = 59` and 0.99995 at :math:`s = 194`, the size Frandi et al. 2015 used.
 
 A larger sample finds better vertices but makes each iteration more expensive: an iteration
 costs about ``sample_size`` times the number of points with :math:`a_i > 0` kernel
