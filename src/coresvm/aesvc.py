@@ -1,4 +1,4 @@
-"""AESVC: an SVM trained on the representative set of approximate extreme points (seed 003)."""
+"""AESVC: an SVM trained on the representative set of approximate extreme points (Nandan et al. 2014)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ._validation import (
 )
 from .kernels import KernelSpec, resolve_gamma
 
-# Representative sets kept for reuse across C (seed 003 Sec. 4.3: "computed once per g").
+# Representative sets kept for reuse across C (Nandan et al. 2014 Sec. 4.3: "computed once per g").
 # GridSearchCV visits (candidate, fold) pairs candidate-major, so the cache must hold one
 # set per fold plus the refit: 16 entries, and at most 1 GiB of index/weight arrays.
 RS_CACHE_ENTRIES = 16
@@ -86,7 +86,7 @@ def _int32_csr(X):
 
 
 class AESVC(ClassifierMixin, BaseEstimator):
-    """C-SVC trained on approximate extreme points (AESVM; Nandan et al., JMLR 2014; seed 003).
+    """C-SVC trained on approximate extreme points (AESVM; Nandan et al. 2014, JMLR).
 
     ``fit`` first derives the *representative set* ``X*`` (DeriveRS,
     :func:`coresvm.aesvm.derive_representative_set`): per class, the data are

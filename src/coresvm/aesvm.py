@@ -1,7 +1,7 @@
-"""AESVM: the representative set of approximate extreme points (DeriveRS, seed 003).
+"""AESVM: the representative set of approximate extreme points (DeriveRS, Nandan et al. 2014).
 
 Nandan, Khargonekar & Talathi, "Fast SVM Training Using Approximate Extreme
-Points" (JMLR 2014; seed 003).  The training set is cut, per class, into small
+Points" (Nandan et al. 2014, JMLR).  The training set is cut, per class, into small
 segments; in each segment a few points (the *approximate extreme points*) are
 kept whose kernel-space convex hull covers every other point of the segment to
 within ``eps`` in squared distance (Sec. 3.1, eqs. 6-9).  Each kept point ``x_t``
@@ -39,7 +39,7 @@ from .kernels import KernelSpec, kernel_block, kernel_diagonal, squared_norms
 from .problem import SimplexProblem
 from .solvers.driver import SolverOptions, run_engine
 
-DEFAULT_EPSILON = 1e-3  # seed 003 Sec. 6: eps = 1e-3, P = 1e5, V = 1e3, FLS2
+DEFAULT_EPSILON = 1e-3  # Nandan et al. 2014 Sec. 6: eps = 1e-3, P = 1e5, V = 1e3, FLS2
 DEFAULT_P = 100_000
 DEFAULT_V = 1_000
 SEGMENTATIONS = ("fls2", "fls1")
@@ -71,7 +71,7 @@ class RepresentativeSet:
         Rows of the input ``X`` that are representatives, grouped by class, then
         by segment.
     beta : ndarray of shape (M,)
-        ``beta_t = sum_i s_i gamma^i_t`` (seed 003 eq. 10, with sample weights
+        ``beta_t = sum_i s_i gamma^i_t`` (Nandan et al. 2014 eq. 10, with sample weights
         ``s_i``; all ``s_i = 1`` gives the paper's beta, which sums to ``N`` per class).
     labels : ndarray of shape (M,)
         The label of each representative (as given in ``y``).
@@ -136,7 +136,7 @@ def kernel_distances_to_point(X, rows: np.ndarray, point: int, spec: KernelSpec,
     """``||phi(x_i) - phi(x_point)||^2 = k_ii + k_pp - 2 k_ip`` for ``i`` in ``rows``.
 
     Evaluated in blocks of rows, so only one column of at most ``BLOCK_ROWS``
-    kernel values exists at a time (seed 003 FLS2 step 1, SLS step c).
+    kernel values exists at a time (Nandan et al. 2014 FLS2 step 1, SLS step c).
     """
     out = np.empty(len(rows))
     anchor = X[point : point + 1]
@@ -150,7 +150,7 @@ def kernel_distances_to_point(X, rows: np.ndarray, point: int, spec: KernelSpec,
 
 
 # --------------------------------------------------------------------------
-# First- and second-level segregation (seed 003 Sec. 4.1)
+# First- and second-level segregation (Nandan et al. 2014 Secs. 4.1-4.2)
 # --------------------------------------------------------------------------
 
 
@@ -263,12 +263,12 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
                 max_iter):
     """Minimize ``f(a) = a' H a + lin' a + const`` over the unit simplex, ``H = K[cand, cand]``.
 
-    Pairwise Frank-Wolfe (seed 001 Sec. 2.4): toward vertex ``s = argmin g``,
+    Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4): toward vertex ``s = argmin g``,
     away vertex ``v = argmax g`` over the active points, step along
     ``e_s - e_v`` with exact line search clipped at ``a_v`` (so weights reach
     exactly 0).  ``g = 2 H a + lin`` and ``H a`` are kept up to date with one
     row of ``K`` per vertex, ``O(n_cand)`` per iteration.  The Frank-Wolfe gap
-    ``a'g - g_s`` bounds ``f(a) - f*`` (seed 001 eq. 3), so:
+    ``a'g - g_s`` bounds ``f(a) - f*`` (Frandi et al. 2015 eq. 3), so:
 
     * ``decide`` and ``f(a) - gap > eps``: no point of the simplex reaches
       ``eps``; stop, not covered;
@@ -353,7 +353,7 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
 def _check_point(K, point, cand, n_cand, eps, alpha, Ha, lin, decide, stop_when_covered, gap_abs, max_iter):
     """CheckPoint on a kernel block: squared distance from ``phi(x_point)`` to ``conv(phi(cand))``.
 
-    ``min_mu mu' K_CC mu - 2 mu' k_Cx + k_xx`` over the simplex (seed 003
+    ``min_mu mu' K_CC mu - 2 mu' k_Cx + k_xx`` over the simplex (Nandan et al. 2014
     Sec. 4.2, the CheckPoint QP; its first term is ``K(x_i, x_i)``).
     """
     for i in range(n_cand):
@@ -365,7 +365,7 @@ def _check_point(K, point, cand, n_cand, eps, alpha, Ha, lin, decide, stop_when_
 def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = DEFAULT_EPSILON,
                 decide: bool = True, gap_tol: float = 1e-12,
                 max_iter: int = CHECK_MAX_ITER) -> tuple[bool, float, np.ndarray]:
-    """CheckPoint(x, Psi): is ``phi(x)`` within ``eps`` of the convex hull of ``phi(Psi)``? (seed 003 Sec. 4.2)
+    """CheckPoint(x, Psi): is ``phi(x)`` within ``eps`` of the convex hull of ``phi(Psi)``? (Nandan et al. 2014, 4.3)
 
     Solves ``min_mu ||phi(x) - sum_t mu_t phi(x_t)||^2`` over the unit simplex
     (eq. 6) by pairwise Frank-Wolfe on the kernel block ``K`` (a dedicated
@@ -414,7 +414,7 @@ def sphere_set(K: np.ndarray, solver: str = "dense", X=None, spec: KernelSpec | 
     """SphereSet: the weights of the segment's minimum enclosing ball in kernel space (Sec. 4.2).
 
     The MEB (hard-margin SVDD) is the simplex QP ``min_a a'Ka - a'diag(K)``
-    (seed 000 eq. 18 with ``lam = 1``); its support ``{a_i > 0}`` are the points
+    (Frandi et al. 2013 eq. 18 with ``lam = 1``); its support ``{a_i > 0}`` are the points
     on the ball's surface, and its centre is ``sum_i a_i phi(x_i)``.
 
     Parameters
@@ -473,7 +473,7 @@ def sphere_sort(K: np.ndarray, alpha: np.ndarray, points: np.ndarray) -> np.ndar
 
 
 # --------------------------------------------------------------------------
-# DeriveAE (seed 003 Sec. 4.2)
+# DeriveAE (Nandan et al. 2014 Sec. 4.3)
 # --------------------------------------------------------------------------
 
 
@@ -585,7 +585,7 @@ def derive_ae(K: np.ndarray, eps: float = DEFAULT_EPSILON, weights: np.ndarray |
               meb_solver: str = "dense", X=None, spec: KernelSpec | None = None, seed: int = 0,
               return_gamma: bool = False, max_iter: int = CHECK_MAX_ITER,
               enforce_coverage: bool = True) -> SegmentResult:
-    """DeriveAE: the approximate extreme points of one segment and their weights (seed 003 Sec. 4.2).
+    """DeriveAE: the approximate extreme points of one segment and their weights (Nandan et al. 2014 Sec. 4.3).
 
     1. ``X* = SphereSet(S)``: the points on the segment's minimum enclosing ball.
     2. ``zeta = SphereSort(S minus X*)``: the rest, farthest from the centre first.
@@ -646,7 +646,7 @@ def derive_ae(K: np.ndarray, eps: float = DEFAULT_EPSILON, weights: np.ndarray |
 
 
 # --------------------------------------------------------------------------
-# DeriveRS (seed 003 Sec. 4)
+# DeriveRS (Nandan et al. 2014 Sec. 4)
 # --------------------------------------------------------------------------
 
 
@@ -667,7 +667,7 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
                               sample_weight: np.ndarray | None = None, meb_solver: str = "dense",
                               seed: int = 0, n_jobs: int | None = None,
                               enforce_coverage: bool = True) -> RepresentativeSet:
-    """DeriveRS: the representative set of approximate extreme points and its weights (seed 003 Sec. 4).
+    """DeriveRS: the representative set of approximate extreme points and its weights (Nandan et al. 2014 Sec. 4).
 
     1. Split the rows by class (so every segment satisfies eq. 5: one label).
     2. First-level segregation of each class into blocks of at most ``P`` rows

@@ -4,7 +4,7 @@ Subcommands: ``train``, ``predict``, ``cv``, ``select``, ``scale``, ``info`` and
 ``demo`` (the README's first command).  Exit codes: 0 on success, 2 on a usage or
 input error (one line on stderr, never a traceback), 130 when interrupted.
 
-Short options follow both gsvm (seed 004, Appendix A) and LIBSVM's ``svm-train``.
+Short options follow both gsvm (Strack 2013, Appendix A) and LIBSVM's ``svm-train``.
 Where the two use a letter differently, the value decides when it can (``-t
 sparse`` is gsvm's matrix type, ``-t 2`` LIBSVM's kernel type; likewise ``-b``,
 ``-s``, ``-m`` and ``-p``).  Only ``-d`` and ``-r`` are numbers in both: they

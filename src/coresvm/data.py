@@ -1,7 +1,7 @@
 """Out-of-core data access: memory-mapped arrays read in row blocks, pages released.
 
 A sampling solver ('coreset', 'cvm', the random-search Frank-Wolfe solvers, the
-gsvm family) reads only the rows it samples plus the core set (seed 002: the
+gsvm family) reads only the rows it samples plus the core set (Tsang et al. 2005: the
 CVM's space does not grow with ``m``).  What still has to see every row -- the
 finiteness check, the squared norms, gamma='scale''s variance, prediction -- is
 done here in row blocks of at most :data:`BLOCK_BYTES`, so no pass allocates

@@ -9,7 +9,7 @@ import numpy as np
 
 
 def make_checkerboard(n_samples: int, n_cells: int = 4, random_state: int | None = 0):
-    """The CVM paper's checkerboard (seed 002, Sec. 5.1): uniform points on
+    """The CVM paper's checkerboard (Tsang et al. 2005, Sec. 5.1): uniform points on
     ``[0, n_cells)^2`` labelled +1/-1 by the parity of their cell.
 
     Returns ``X`` of shape (n_samples, 2) and ``y`` in {-1, +1}.

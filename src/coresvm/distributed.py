@@ -16,7 +16,7 @@ margin, is solved for the whole data.  So::
     4. repeat 2-3 until no partition has a violator (or ``max_rounds``)
 
 The violation test is the core-set solver's own: a point ``c`` outside the
-core set violates when ``(Q a)_c < (1 - tol) a'Qa`` (seed 002), which on
+core set violates when ``(Q a)_c < (1 - tol) a'Qa`` (Tsang et al. 2005), which on
 SVC's scale (coefficients ``a y / rho``, ``rho = a'Qa``, theoretic bias) is
 ``y_c f(x_c) < 1 - tol``.  When none is left, the relative duality gap on the
 whole data is at most ``tol`` (up to the accuracy of the last union solve).

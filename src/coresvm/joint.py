@@ -1,6 +1,6 @@
 """The joint ("all-at-once") multiclass L2-SVM: one simplex problem for all K classes.
 
-Seed 004 sec. 5.4 (after Asharaf et al.'s multiclass CVM).  Every class ``t``
+Strack 2013 sec. 5.4 (after Asharaf et al.'s multiclass CVM).  Every class ``t``
 gets a unit label vector ``y_t`` at a vertex of a regular simplex in R^(K-1),
 so that ``y_s . y_t = L[s, t]`` is 1 for ``s == t`` and ``-1/(K-1)`` otherwise
 (:func:`~coresvm.problem.simplex_label_gram`).  The primal
@@ -28,7 +28,7 @@ model (:class:`~coresvm.multiclass.BinaryModel`), which does not change the argm
 
 One problem on all ``m`` points replaces ``K(K-1)/2`` pairwise problems; the
 thesis reports it at least 3x faster in nested CV but always less accurate
-than pairwise (seed 004 sec. 7.4).  It is solved by the core-set solvers
+than pairwise (Strack 2013 sec. 7.4).  It is solved by the core-set solvers
 (:mod:`~coresvm.solvers.core_set`), whose candidate scoring keeps one
 coefficient column per class; with more than two classes and a dense ``X``,
 ``solver='coreset'`` runs it on :mod:`~coresvm.solvers.dense_joint` (cached
@@ -91,7 +91,7 @@ class JointModel:
         return scores
 
     def predict_index(self, X, support_vectors, kernel: KernelSpec, sv_norms=None) -> np.ndarray:
-        """Class indices by the argmax of the scores (seed 004 eq. 5.17)."""
+        """Class indices by the argmax of the scores (Strack 2013 eq. 5.17)."""
         return np.argmax(self.decision_function(X, support_vectors, kernel, sv_norms), axis=1)
 
 
@@ -171,7 +171,7 @@ def model_from_solution(problem: SimplexProblem, result: SolverResult, bias_rule
 
 
 def _kkt_intercepts(problem, support, sv_class, alpha, rho, theoretic) -> np.ndarray:
-    """``y_t . b / rho`` averaged over the SVs of each class (seed 004 eq. 5.28).
+    """``y_t . b / rho`` averaged over the SVs of each class (Strack 2013 eq. 5.28).
 
     ``sum_j a_j L[c_i, c_j] k_ij`` is ``g_i`` of the no-bias kernel; classes
     without an SV keep the theoretic value.

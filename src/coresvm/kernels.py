@@ -66,7 +66,7 @@ def resolve_gamma(gamma: float | str, X, random_state: np.random.RandomState | N
     * ``'scale'``: ``1 / (n_features * X.var())`` as in scikit-learn.
     * ``'auto'``: ``1 / n_features``.
     * ``'cvm'``: ``1 / mean squared pairwise distance`` on a random subsample of at
-      most 1000 rows -- the width heuristic of the CVM paper (seed 002, Sec. 5).
+      most 1000 rows -- the width heuristic of the CVM paper (Tsang et al. 2005, Sec. 5).
     """
     n_samples, n_features = X.shape
     if sp.issparse(X):

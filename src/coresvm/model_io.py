@@ -181,7 +181,7 @@ def model_summary(model) -> dict:
 
 def _multiclass_summary(model) -> str:
     if getattr(model, "_joint_model", None) is not None:
-        return "joint (all-at-once, seed 004 sec. 5.4): argmax of one score per class"
+        return "joint (all-at-once, Strack 2013 sec. 5.4): argmax of one score per class"
     if len(model.classes_) == 2:
         return "binary"
     if getattr(model, "_decomposition", "ovo") == "ovr":

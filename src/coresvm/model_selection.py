@@ -1,6 +1,6 @@
 """Model selection for kernel SVMs: gsvm's pattern search and nested cross-validation.
 
-``PatternSearchCV`` is the "sparse grid search" of Strack's thesis (seed 004, Algorithm 6,
+``PatternSearchCV`` is the "sparse grid search" of Strack's thesis (Strack 2013, Algorithm 6,
 after Momma & Bennett 2002): a cross pattern walks over the index grid of the hyper-parameters,
 moving to the best neighbour or halving its step, and restarts deterministically at the grid
 point farthest (in index distance) from every point evaluated so far. Evaluated points are
@@ -49,7 +49,7 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
 
-# gsvm's default grid (seed 004, sec. 3.1 and Appendix A): C = 4^-2..4^5, gamma = 4^-5..4^2,
+# gsvm's default grid (Strack 2013, sec. 3.1 and Appendix A): C = 4^-2..4^5, gamma = 4^-5..4^2,
 # resolution 8, geometric spacing.
 GSVM_PARAM_GRID: dict[str, list[float]] = {
     "C": [float(v) for v in 4.0 ** np.arange(-2, 6)],
@@ -60,7 +60,7 @@ GSVM_PARAM_GRID: dict[str, list[float]] = {
 class PatternSearchCV(BaseSearchCV):
     """Pattern ("sparse grid") search over a hyper-parameter grid with cross-validation.
 
-    The search of Strack's thesis (seed 004, Algorithm 6): start at the grid centre with
+    The search of Strack's thesis (Strack 2013, Algorithm 6): start at the grid centre with
     step ``ceil(n/2)``; evaluate the cross pattern (the centre and one step up and down each
     axis); move to the best point of the pattern, or halve the step when the centre is best;
     stop when the step reaches 0. Then restart, up to ``n_restarts`` times, at the point of
@@ -338,7 +338,7 @@ class PatternSearchCV(BaseSearchCV):
 
     # ------------------------------------------------------------------ the pattern search
     def _run_search(self, evaluate_candidates, **_ignored):
-        """Algorithm 6 of seed 004 plus deterministic restarts; see the class docstring."""
+        """Algorithm 6 of Strack 2013 plus deterministic restarts; see the class docstring."""
         axes = self._axes
         shape = tuple(len(values) for _, values in axes)
         scores: dict[tuple[int, ...], float] = {}
@@ -432,7 +432,7 @@ def _cross_pattern(center: tuple[int, ...], step: int, shape: tuple[int, ...],
 
 
 def _most_uncertain_point(shape: tuple[int, ...], evaluated) -> tuple[tuple[int, ...], int]:
-    """Grid point maximising U = Manhattan index distance to the nearest evaluated point (seed 004,
+    """Grid point maximising U = Manhattan index distance to the nearest evaluated point (Strack 2013,
     sec. 3.3); ties go to the first point in C order of the grid."""
     grid = np.indices(shape).reshape(len(shape), -1).T
     done = np.array(list(evaluated), dtype=np.int64).reshape(-1, len(shape))
@@ -953,7 +953,7 @@ def nested_cross_validate(
 ) -> dict:
     """Nested (double) cross-validation: the thesis's protocol for an unbiased accuracy estimate.
 
-    For each outer fold (seed 004, Section 7.1.1): a hyper-parameter search with ``inner_cv``
+    For each outer fold (Strack 2013, Section 7.1.1): a hyper-parameter search with ``inner_cv``
     folds on the outer training part only, a refit of the best parameters on that whole part,
     and a test on the held-out part, which the search never sees.
 

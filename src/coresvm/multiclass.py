@@ -34,7 +34,7 @@ class BinaryModel:
     def from_solution(cls, rows, result, signs, bias: bool, bias_value: float | None = None) -> BinaryModel:
         """Scale the simplex solution by the margin ``rho = a'Qa``.
 
-        The L2-SVM decision ``h(x) = sum a_i y_i (k(x_i, x) + 1)`` (seed 000
+        The L2-SVM decision ``h(x) = sum a_i y_i (k(x_i, x) + 1)`` (Frandi et al. 2013
         eq. 13) has margin ``rho``; dividing by it gives SVC's scale, where
         margin points have ``y h(x) = 1 - xi_i / rho``.  ``bias_value`` replaces
         the theoretic ``b = sum a_i y_i`` (e.g. the KKT average).

@@ -1,17 +1,17 @@
 """CoreOneClassSVM: novelty detection as the minimum enclosing ball of the data.
 
-The one-class L2-SVM of the Core Vector Machine paper (seed 002, sec. 3.2.1)::
+The one-class L2-SVM of the Core Vector Machine paper (Tsang et al. 2005, sec. 3.2.1)::
 
     minimize  ||w||^2 - 2 rho + sum_i C_i xi_i^2    s.t.  w' phi(x_i) >= rho - xi_i
 
-has the simplex dual (seed 002 eq. 7)::
+has the simplex dual (Tsang et al. 2005 eq. 7)::
 
     minimize  a' (K + diag(1 / C_i)) a    s.t.  a >= 0,  sum(a) = 1
 
 which is the coresvm :class:`~coresvm.problem.SimplexProblem` with all labels
 +1, no bias and ``lam = 0``.  When ``k(x, x)`` is constant (the RBF kernel) and
 every ``C_i`` is equal it is *exactly* the minimum enclosing ball of the points
-``phi~(x_i)`` of the kernel ``k + delta_ij / C`` (seed 002 eq. 5: the MEB and the
+``phi~(x_i)`` of the kernel ``k + delta_ij / C`` (Tsang et al. 2005 eq. 5: the MEB and the
 minimal-norm problem share their optimum), i.e. the L2 soft-margin SVDD; with
 other kernels it is the hyperplane form (the "minimal-norm point", Schoelkopf's
 one-class SVM with squared slacks), which is still a valid novelty detector
@@ -77,7 +77,7 @@ def weighted_lower_quantile(scores: np.ndarray, weights: np.ndarray, fraction: f
 class CoreOneClassSVM(OutlierMixin, BaseEstimator):
     """One-class L2-SVM (SVDD / minimum enclosing ball) trained by core sets.
 
-    The model (seed 002 sec. 3.2.1; see the module docstring) is the ball of
+    The model (Tsang et al. 2005 sec. 3.2.1; see the module docstring) is the ball of
     smallest radius, in the feature space of ``k(x, x') + delta / C``, that
     encloses the training data; points far from its centre ``w`` are
     novelties.  The score of a point is its similarity to the centre
@@ -112,7 +112,7 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
           When even the hard ball (largest C) has more than ``nu`` of the
           subsample as SVs, that largest C is used.
     C : float or 'auto', default='auto'
-        Penalty of the squared slacks (seed 002 sec. 3.2.1), per sample
+        Penalty of the squared slacks (Tsang et al. 2005 sec. 3.2.1), per sample
         ``C_i = C * sample_weight_i``.  Small C spreads the weights ``a`` over
         many points (C -> 0 gives a uniform ``a``: the score becomes a Parzen
         kernel density estimate, every point a support vector); large C gives
@@ -130,7 +130,7 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
     degree : int, default=3
     coef0 : float, default=0.0
     solver : {'coreset', 'cvm', 'swap'}, default='coreset'
-        'cvm' is the Core Vector Machine (seed 002): each round scores 59 random
+        'cvm' is the Core Vector Machine (Tsang et al. 2005): each round scores 59 random
         points and adds the furthest one from the centre to the core set, which
         is re-solved in memory.  'coreset' is the same loop with large batches
         (10,000 candidates, up to 300 added per round), usually much faster.
@@ -169,7 +169,7 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
     intercept_ : ndarray of shape (1,)
         ``-offset_`` (scikit-learn's convention).
     rho_ : float
-        The model's own margin ``rho = a'Qa`` (seed 002): a training point has
+        The model's own margin ``rho = a'Qa`` (Tsang et al. 2005): a training point has
         a positive slack exactly when ``score_samples(x_i) < rho_`` (up to the
         solver's tolerance).  Not used for prediction.
     C_ : float
@@ -319,7 +319,7 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         return self
 
     def _problem(self, X, weights, C: float) -> SimplexProblem:
-        """Seed 002 eq. 7 as a simplex problem: labels +1, no bias, ``C_i = C w_i``, minimal-norm form."""
+        """Tsang et al. 2005 eq. 7 as a simplex problem: labels +1, no bias, ``C_i = C w_i``, minimal-norm form."""
         return SimplexProblem(X, np.ones(X.shape[0]), C * weights, self._kernel_spec, bias=False, lam=0.0)
 
     def _calibrate_C(self, X, weights, options: SolverOptions, rng):

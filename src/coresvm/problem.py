@@ -5,7 +5,7 @@ All five source papers reduce the L2-SVM to (ARCHITECTURE.md section 1)::
     minimize  f(a) = a' Q a - lam * a' diag(Q)    s.t.  a >= 0,  sum(a) = 1
 
 with the *extended kernel* ``Q_ij = y_i y_j (k(x_i, x_j) + bias) + delta_ij / C_i``
-(seed 000 eq. 18).  The joint ("all-at-once") multiclass machine (seed 004
+(Frandi et al. 2013 eq. 18).  The joint ("all-at-once") multiclass machine (Strack 2013
 sec. 5.4) replaces ``y_i y_j`` by the label inner product ``L[c_i, c_j]`` of
 simplex label vectors (1 for the same class, ``-1/(K-1)`` otherwise).
 ``bias`` is 1 when the model has a bias term (``b = sum a_i y_i``
@@ -14,7 +14,7 @@ carries sample and class weights.  ``lam = 0`` is the minimal-norm problem
 (FW family, MNSVM); ``lam = 1`` the minimum enclosing ball (CVM, BVM,
 SphereSVM).  For RBF, ``diag(Q)`` is constant and both have the same solution.
 
-The L2-SVM primal behind it (seed 000 eq. 7) is::
+The L2-SVM primal behind it (Frandi et al. 2013 eq. 7) is::
 
     minimize  1/2 (||w||^2 + b^2 + C sum_i xi_i^2) - rho
     s.t.      y_i (w' phi(x_i) + b) >= rho - xi_i
@@ -246,7 +246,7 @@ class SimplexProblem:
     def duality_gap(self, alpha: np.ndarray, Q: np.ndarray | None = None) -> float:
         """Frank-Wolfe duality gap ``max_u (a - u)' grad f(a)`` over the simplex.
 
-        It bounds ``f(a) - f*`` from above (seed 001 eq. 3).
+        It bounds ``f(a) - f*`` from above (Frandi et al. 2015 eq. 3).
         """
         Q = self.dense_Q() if Q is None else Q
         grad = 2.0 * Q @ alpha - self.lam * np.diag(Q)
@@ -268,7 +268,7 @@ def take_rows(values: np.ndarray, rows) -> np.ndarray:
 def simplex_label_gram(n_classes: int) -> np.ndarray:
     """Inner products of the ``n_classes`` label vectors at the vertices of a regular simplex.
 
-    Seed 004 sec. 5.4 (after Asharaf et al.): unit vectors in R^(K-1) with
+    Strack 2013 sec. 5.4 (after Asharaf et al.): unit vectors in R^(K-1) with
     ``y_s . y_t = 1`` for ``s == t`` and ``-1/(K-1)`` otherwise.  For K = 2 they
     are the labels +1 / -1, so the joint problem is the binary one.
     """
@@ -285,7 +285,7 @@ def simplex_label_gram(n_classes: int) -> np.ndarray:
 
 @njit(inline="always", cache=True)
 def extended_value(kind, dot, norm_a, norm_b, gamma, coef0, degree, y_a, y_b, bias, same, inv_c_a):
-    """``Q_ab`` from the inner product of ``x_a`` and ``x_b`` (seed 000 eq. 18)."""
+    """``Q_ab`` from the inner product of ``x_a`` and ``x_b`` (Frandi et al. 2013 eq. 18)."""
     value = y_a * y_b * (kernel_from_dot(kind, dot, norm_a, norm_b, gamma, coef0, degree) + bias)
     if same:
         value += inv_c_a
@@ -366,7 +366,7 @@ def _weighted_rows_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, b
 
 
 def kkt_bias(problem: SimplexProblem, support: np.ndarray, alpha: np.ndarray, w2: float) -> float:
-    """The bias averaged from the KKT conditions over the SVs (seed 004 eq. 5.24).
+    """The bias averaged from the KKT conditions over the SVs (Strack 2013 eq. 5.24).
 
     Every SV has ``g_i = ||c||^2``, i.e. ``y_i (f_i + b) + a_i / C_i = ||c||^2`` with
     ``f_i = sum_j a_j y_j k(x_i, x_j)``; so ``b = y_i (||c||^2 - a_i / C_i) - f_i``,

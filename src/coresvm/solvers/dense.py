@@ -5,7 +5,7 @@ For a sub-problem whose extended kernel fits the ``cache_size`` byte budget
 thousand points, 8-40 MB) the core-set solver's Python rounds cost more than
 its arithmetic -- each round re-scores every point against the whole active
 set -- and they hold the GIL, so ``n_jobs`` threads wait for each other.  Here
-the same scheme (seed 002; seed 000 Alg. 1) runs in one Numba function
+the same scheme (Tsang et al. 2005; Frandi et al. 2013 Alg. 1) runs in one Numba function
 declared ``nogil=True``:
 
 * The *working set* (the core set) is the leading positions of the problem,
@@ -15,11 +15,11 @@ declared ``nogil=True``:
   kernel) and kept: the leading ``n_w`` columns of those rows are the core
   set's Gram matrix, solved by the core-set solver's own pairwise-step loop
   (:func:`coresvm.solvers.core_set._inner_solve`: IMDM/GMDM second vertex,
-  exact line search, seed 004 eqs. 5.33/5.35).
+  exact line search, Strack 2013 eqs. 5.33/5.35).
 * After each inner solve the gradient ``G = Q a`` of *every* point is
   recomputed exactly from the active rows (``|active| x m`` multiply-adds, no
   kernel evaluation), so the stopping test is the true duality gap relative to
-  the margin -- the same ``tol`` as the engine's full search (seed 001 eq. 3;
+  the margin -- the same ``tol`` as the engine's full search (Frandi et al. 2015 eq. 3;
   ``1 - min_i (Qa)_i / a'Qa <= tol`` for ``lam = 0``) -- and the next batch is
   the ``max(BATCH, n_w / GROWTH)`` worst violators outside the working set.
 * Each inner solve is capped at ``2 n_w`` steps (at least 128), and points of
@@ -361,7 +361,7 @@ def _balanced_weights(y):
 def _step_toward(uG, uQu, u_diag, n2, D, lam):
     """The exact line search's step in [0, 1] from ``a`` toward ``u`` (0 when it does not decrease ``f``), from
     ``u'Qa``, ``u'Qu``, ``u'diag``, ``a'Qa`` and ``a'diag``: ``f(a + t (u - a)) - f(a) = t * derivative + t^2 *
-    curvature`` for ``f(a) = a'Qa - lam a'diag`` (seed 000 eq. 18's objective)."""
+    curvature`` for ``f(a) = a'Qa - lam a'diag`` (Frandi et al. 2013 eq. 18's objective)."""
     derivative = 2.0 * (uG - n2) - lam * (u_diag - D)
     curvature = uQu - 2.0 * uG + n2
     if derivative >= 0.0 or curvature <= 0.0:
@@ -375,7 +375,7 @@ def _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, in
     any new kernel row is computed: ``G = Q a`` must be exact for every point (the warm start's rows).
 
     The derivative along ``u - a`` is exact.  For a positive semi-definite kernel the curvature ``(u - a)'Q(u - a)``
-    is at least ``sum_i (u_i - a_i)^2 / C_i`` (``Q`` is a kernel matrix plus ``diag(1/C_i)``, seed 000 eq. 18),
+    is at least ``sum_i (u_i - a_i)^2 / C_i`` (``Q`` is a kernel matrix plus ``diag(1/C_i)``, Frandi et al. 2013 (18)),
     which bounds the step from above; only when that bound reaches ``BLEND_MIN_STEP`` is ``u'Qu`` estimated, from
     ``BLEND_SAMPLES`` kernel values per pair of signs.  The samples follow a fixed pseudo-random sequence over the
     points in their original order (``position[i]``: the position of original point ``i``), so the decision does
@@ -653,7 +653,7 @@ def _start_from_kept_rows(rows, kept_order, kept_inv_c, X, norms, labels, inv_c,
     rows are this fit's starting working set.  Returns its size.
 
     The rows ``Q[t, :] = y_t y_j (k(x_t, x_j) + bias) + [t = j] / C_t`` hold the same kernel values for the same
-    points and kernel, so only the diagonal term changes with ``C`` (seed 000 eq. 13's extended kernel):
+    points and kernel, so only the diagonal term changes with ``C`` (Frandi et al. 2013 eq. 13's extended kernel):
     ``Q_tt += 1/C_t(new) - 1/C_t(old)``.  The columns are already in this order.
     """
     for values in (norms, labels, inv_c, diag):
@@ -697,7 +697,7 @@ def _gather_problem(X_all, rows, signs, C, kind, gamma, coef0, degree, bias):
 @njit(cache=True, nogil=True)
 def balanced_start(y, n_init, seed):
     """Sorted positions of about ``n_init`` random points, as many of each sign as possible (at most
-    ``n_init // (number of signs)`` each) -- the engine's class-balanced start (seed 000 sec. 2.1 (b);
+    ``n_init // (number of signs)`` each) -- the engine's class-balanced start (Frandi et al. 2013 sec. 2.1 (b);
     :func:`~coresvm.solvers.driver.balanced_initial_points`), drawn here by Numba's generator seeded with
     ``seed``: NumPy's ``RandomState(seed)`` costs ~0.2 ms of GIL-held time per sub-problem."""
     np.random.seed(seed)  # this thread's Numba generator only

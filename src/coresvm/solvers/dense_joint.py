@@ -1,12 +1,12 @@
 """The joint multiclass problem on the small-problem solver's scheme: cached kernel rows, exact gradient.
 
-The joint ("all-at-once") machine (seed 004 sec. 5.4, :mod:`coresvm.joint`) is
+The joint ("all-at-once") machine (Strack 2013 sec. 5.4, :mod:`coresvm.joint`) is
 one simplex problem on all ``m`` training points with the extended kernel
 
     Q_ij = L[c_i, c_j] (k(x_i, x_j) + bias) + delta_ij / C_i
 
 (``L`` the label Gram matrix, :func:`~coresvm.problem.simplex_label_gram`).
-:mod:`coresvm.solvers.dense` runs the core-set scheme (seed 002; seed 000
+:mod:`coresvm.solvers.dense` runs the core-set scheme (Tsang et al. 2005; Frandi et al. 2013
 Alg. 1) in one compiled ``nogil`` loop for binary problems whose whole
 ``m x m`` kernel fits ``cache_size``.  The joint problem is much larger (all
 7,291-15,000 points of USPS or letter), but that loop only ever writes the

@@ -117,7 +117,7 @@ def run_record(n_iter: int, gap: float, rel_gap: float, status: str, time: float
 def balanced_initial_points(y: np.ndarray, n_init: int, rng: np.random.RandomState) -> np.ndarray:
     """A small random subset with (as far as possible) equal numbers per class.
 
-    The papers initialize from ~20 random points (seed 000 sec. 2.1 (b); the
+    The papers initialize from ~20 random points (Frandi et al. 2013 sec. 2.1 (b); the
     FW-SVM code balances them by class).  Files like ijcnn1 are ordered, so
     the subset is drawn at random, never the first rows.
     """
@@ -253,7 +253,7 @@ def _result(support, alpha, n_iter, gap, scale, status, n2, elapsed, **extra) ->
 def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
     extra = {}
     if options.radius_test and problem.lam == 1.0:
-        # CVM (seed 002): stop when no sampled point lies outside the (1 + eps)-ball.
+        # CVM (Tsang et al. 2005): stop when no sampled point lies outside the (1 + eps)-ball.
         # ||c - x~_i||^2 > (1 + eps)^2 R^2 is the core-set loop's relative test with
         # tol = (1 + eps)^2 - 1, since its scale is R^2 = a'diag(Q) - a'Qa when lam = 1.
         eps = ball_eps(problem, replace(options, stopping="meb"))

@@ -1,18 +1,18 @@
-"""The gsvm family: BVM, SphereSVM and MNSVM, one violator at a time (seed 004 ch. 3-5).
+"""The gsvm family: BVM, SphereSVM and MNSVM, one violator at a time (Strack 2013 ch. 3-5).
 
 All three keep the solution ``c = sum_i a_i x~_i`` of the simplex problem as
 weights on a support-vector set, with ``g_i = x~_i . c = (Q a)_i`` on the SVs
-and ``w2 = ||c||^2 = a'Qa`` (seed 004 sec. 2.0).  One iteration:
+and ``w2 = ||c||^2 = a'Qa`` (Strack 2013 sec. 2.0).  One iteration:
 
 1. **violator search**: draw random candidates and compute their ``g`` against
    the SVs; a candidate violates when ``g_i`` is below the stopping rule's
    threshold (:func:`violation_threshold`).  BVM takes the worst of 59 draws,
    up to 10 times (LibCVM's "59 x 10"); SphereSVM and MNSVM take the *first*
-   violator of up to ``draws`` draws (seed 004 sec. 5.1.2).  No violator: the
+   violator of up to ``draws`` draws (Strack 2013 sec. 5.1.2).  No violator: the
    current eps stage is done.
 2. **step** toward the violator ``v`` (``c' = c + beta d``):
 
-   * BVM (seed 004 Alg. 2): ``d = x~_v - c``, ``beta = 1 - R^ / ||c - x~_v||``
+   * BVM (Strack 2013 Alg. 2): ``d = x~_v - c``, ``beta = 1 - R^ / ||c - x~_v||``
      with the fixed radius ``R^ = sqrt(k~(x, x))``; every weight shrinks.
    * SphereSVM (Alg. 3): ``d = x~_v - x~_u``, ``beta`` the smaller root of
      ``||c + beta d - x~_v|| = R^``, clipped at ``a_u`` so that ``u`` can leave.
@@ -24,7 +24,7 @@ and ``w2 = ||c||^2 = a'Qa`` (seed 004 sec. 2.0).  One iteration:
    multiplies ``beta`` by ``eta`` before clipping (sec. 5.3).
 
    The ball steps use the estimated radius ``R^``, and ``R^2 = R^2 + ||c||^2``
-   (seed 004 eq. 4.15): a point can violate the mn/adjmn rules while inside the
+   (Strack 2013 eq. 4.15): a point can violate the mn/adjmn rules while inside the
    estimated ball, where the ball step is zero.  Such a violator gets the exact
    line-search step instead (BVM: toward ``x~_v``; SphereSVM: the MNSVM step),
    so every rule converges; with the ``meb`` rule the steps are the papers'.
@@ -76,14 +76,14 @@ BVM, SPHERE, MNSVM = 0, 1, 2
 BALL_RULES = {"bvm": BVM, "sphere": SPHERE, "mnsvm": MNSVM}
 STOP_MN, STOP_ADJMN, STOP_MEB = 0, 1, 2
 STOPPING_RULES = {"mn": STOP_MN, "adjmn": STOP_ADJMN, "meb": STOP_MEB}
-DEFAULT_MN_EPS = 1e-3  # gsvm's default for mn and adjmn (seed 004 sec. 2.10)
-EXPECTED_SV = 15000  # N_S of LibCVM's eps heuristic (seed 004 eq. 7.3)
-REFINE_MIN_SV, REFINE_STEPS = 400, 20  # gsvm's SV-only refinement (seed 004 sec. 2.3 (b))
+DEFAULT_MN_EPS = 1e-3  # gsvm's default for mn and adjmn (Strack 2013 sec. 2.10)
+EXPECTED_SV = 15000  # N_S of LibCVM's eps heuristic (Strack 2013 eq. 7.3)
+REFINE_MIN_SV, REFINE_STEPS = 400, 20  # gsvm's SV-only refinement (Strack 2013 sec. 2.3 (b))
 COMPACT_ZERO_FRACTION = 0.1  # drop zero-weight SVs when they exceed 10% of the slots (gsvm's cache)
 
 
 def default_eps(stopping: str, tau: float, C: float) -> float:
-    """gsvm's default eps: 1e-3 for mn/adjmn; for meb LibCVM's heuristic (seed 004 eq. 7.3).
+    """gsvm's default eps: 1e-3 for mn/adjmn; for meb LibCVM's heuristic (Strack 2013 eq. 7.3).
 
     ``tau = k~(x, x)`` (``k(x,x) + 1 + 1/C`` with bias), so ``tau - 1/C = k(x,x) + 1``.
     """
@@ -105,7 +105,7 @@ def multiscale_schedule(eps: float) -> list[float]:
 
 @njit(cache=True)
 def violation_threshold(rule, w2, tau_i, eps):
-    """``x~_i`` violates the eps-approximation when ``g_i < threshold`` (seed 004 sec. 2.10).
+    """``x~_i`` violates the eps-approximation when ``g_i < threshold`` (Strack 2013 sec. 2.10).
 
     * mn: ``V(x~) = (||c||^2 - x~.c) / ||c||^2 > eps`` (the thesis's definition).
     * adjmn: ``(||c||^2 - x~.c) / (||c|| ||x~||) > eps`` (gsvm's stop.cc).
@@ -130,7 +130,7 @@ def g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, s
 
 @njit(cache=True)
 def sphere_step(g_v, g_u, w2, tau_v, Q_uv, Q_uu, radius2):
-    """SphereSVM's step (seed 004 Alg. 3 lines 6-7): the smaller root ``beta`` of
+    """SphereSVM's step (Strack 2013 Alg. 3 lines 6-7): the smaller root ``beta`` of
     ``||c + beta (x~_v - x~_u) - x~_v||^2 = R^2``; 0 when ``v`` is inside the ball."""
     length2 = tau_v + Q_uu - 2.0 * Q_uv  # ||x~_v - x~_u||^2
     if length2 <= CURVATURE_FLOOR:
@@ -179,7 +179,7 @@ def _compact(sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv):
 
 @njit(cache=True)
 def _pairwise_update(gram, alpha, g, n_sv, v, u, beta):
-    """``a_v += beta, a_u -= beta``; g updated over the SVs (seed 004 sec. 2.0)."""
+    """``a_v += beta, a_u -= beta``; g updated over the SVs (Strack 2013 sec. 2.0)."""
     for t in range(n_sv):
         g[t] += beta * (gram[v, t] - gram[u, t])
     alpha[v] += beta
@@ -188,7 +188,7 @@ def _pairwise_update(gram, alpha, g, n_sv, v, u, beta):
 
 @njit(cache=True)
 def _toward_update(gram, alpha, g, n_sv, v, beta, w2, Q_vv):
-    """``c' = (1 - beta) c + beta x~_v`` (BVM's ball step; seed 004 Alg. 2 lines 6-7); returns the new w2."""
+    """``c' = (1 - beta) c + beta x~_v`` (BVM's ball step; Strack 2013 Alg. 2 lines 6-7); returns the new w2."""
     if beta <= 0.0:
         return w2
     w2 = (1.0 - beta) ** 2 * w2 + 2.0 * beta * (1.0 - beta) * g[v] + beta * beta * Q_vv
@@ -218,7 +218,7 @@ def _mn_step(gram, alpha, g, diag, n_sv, v, u, eta):
 @njit(cache=True)
 def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k, eta,
               radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv):
-    """Bring the violator ``v_point`` into the SV set and take SphereSVM's or MNSVM's step (seed 004 Algs. 3-4).
+    """Bring the violator ``v_point`` into the SV set and take SphereSVM's or MNSVM's step (Strack 2013 Algs. 3-4).
 
     ``g_v`` is its ``g`` and ``best_row`` its row of ``Q`` over the SVs (used when it is not an SV yet).
     Returns (number of SVs, new w2, whether the SV set was full).  Shared by the compiled
@@ -312,7 +312,7 @@ def _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point
 @njit(cache=True)
 def _add_weight_change(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, delta, g_all, q_rows,
                        have_row):
-    """``g_all += delta Q[:, point]`` (seed 004 sec. 2.0)."""
+    """``g_all += delta Q[:, point]`` (Strack 2013 sec. 2.0)."""
     column = _q_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, q_rows, have_row)
     for i in range(g_all.shape[0]):
         g_all[i] += delta * column[i]
@@ -322,7 +322,7 @@ def _add_weight_change(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, 
 def _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, sv_idx, alpha, n_sv, sv_pos,
                           old_points, n_old, weight, g_all, q_rows, have_row):
     """Bring every point's ``g_all = Q w`` up to the current weights: ``g_all += dw_p Q[:, p]`` for each
-    point whose weight changed in the last step (seed 004 sec. 2.0), including SVs it dropped."""
+    point whose weight changed in the last step (Strack 2013 sec. 2.0), including SVs it dropped."""
     for t in range(n_sv):
         point = sv_idx[t]
         delta = alpha[t] - weight[point]
@@ -597,7 +597,7 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
 
     ``probe > 1`` (BVM): up to ``draws // probe`` tries of ``probe`` draws, the worst violator of the
     first try that has one (LibCVM's "59 x 10").  ``probe == 1`` (SphereSVM, MNSVM): the *first*
-    violating draw of up to ``draws`` (seed 004 sec. 5.1.2); draws are scored in blocks of 4, 8,
+    violating draw of up to ``draws`` (Strack 2013 sec. 5.1.2); draws are scored in blocks of 4, 8,
     ..., 128, and the first violator in draw order is taken, so the result is the one-at-a-time
     search's (later draws of its block are scored for nothing: at most as many as were needed).
     """
@@ -682,7 +682,7 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
 
 
 # ---------------------------------------------------------------------------------------------
-# BVM without a Gram matrix (seed 004 Alg. 2; LibCVM's BVM)
+# BVM without a Gram matrix (Strack 2013 Alg. 2; LibCVM's BVM)
 # ---------------------------------------------------------------------------------------------
 MAX_CORE_VECTORS = 50000  # LibCVM's -f default: the most SVs a BVM run may take
 
@@ -714,7 +714,7 @@ def bvm_track_after(m: int, probe: int) -> int:
 
 
 def _bvm_beta(g_v: float, w2: float, tau_v: float, radius2: float, eta: float) -> float:
-    """BVM's step toward ``x~_v`` (seed 004 Alg. 2 line 5, with ``R^`` as in the errata).
+    """BVM's step toward ``x~_v`` (Strack 2013 Alg. 2 line 5, with ``R^`` as in the errata).
 
     ``beta = 1 - R^ / ||c - x~_v||`` puts ``x~_v`` on the new sphere of radius ``R^``.  A violator
     inside the estimated ball (possible only with the mn/adjmn rules) gets the exact line-search
@@ -835,7 +835,7 @@ class _ColumnMaker:
 
     def flush(self, g_all: np.ndarray) -> None:
         """Apply the queued steps: ``g <- g prod_s (1 - b_s) + sum_s w_s Q[:, v_s]`` with
-        ``w_s = b_s prod_{s' > s} (1 - b_s')`` (the steps in order, seed 004 sec. 2.0)."""
+        ``w_s = b_s prod_{s' > s} (1 - b_s')`` (the steps in order, Strack 2013 sec. 2.0)."""
         n = self.n_pending
         if n == 0:
             return
@@ -851,7 +851,7 @@ class _ColumnMaker:
         self.n_pending = 0
 
     def step(self, v: int, beta: float, g_all: np.ndarray) -> None:
-        """``g_all = (1 - beta) g_all + beta Q[:, v]`` (BVM's step for every point's g, seed 004 sec. 2.0)."""
+        """``g_all = (1 - beta) g_all + beta Q[:, v]`` (BVM's step for every point's g, Strack 2013 sec. 2.0)."""
         if self.sparse:
             _sparse_column_dots(*self.csr, *self.csc, v, self.dots)
             dots = self.dots
@@ -898,7 +898,7 @@ def _toward_all(g_all, kernel, y, v, bias, inv_c_v, beta):
 
 def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr,
               strata_order, max_sv, track_after, verbose):
-    """BVM (seed 004 Alg. 2) over the eps ``stages``, with LibCVM's "59 x 10" violator search.
+    """BVM (Strack 2013 Alg. 2) over the eps ``stages``, with LibCVM's "59 x 10" violator search.
 
     Each iteration draws ``probe`` candidates (up to ``draws // probe`` times) and steps toward
     the worst violator of the first try that has one: ``c' = (1 - beta) c + beta x~_v``, every
@@ -908,7 +908,7 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
     A candidate's ``g_i = (Q a)_i`` costs ``#SV`` kernel values when computed on demand.  Once
     ``#SV >= track_after`` (:func:`bvm_track_after`: when ``10 probe #SV >= m``) it is cheaper to keep
     ``g`` of *every* point up to date: one column of ``m`` kernel values per step,
-    ``g' = (1 - beta) g + beta Q[:, v]`` (seed 004 sec. 2.0), after which a candidate's ``g`` is a
+    ``g' = (1 - beta) g + beta Q[:, v]`` (Strack 2013 sec. 2.0), after which a candidate's ``g`` is a
     lookup.  The draws, the search and the steps are the same in both modes.
 
     A run cut by ``max_time``, ``max_iter`` or ``max_sv`` inside a stage returns the model of the last
@@ -988,7 +988,7 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
                     v = n_sv
                     sv_idx[v], sv_pos[v_point], alpha[v] = v_point, v, 0.0
                     n_sv += 1
-                # the ball step c' = (1 - beta) c + beta x~_v (seed 004 Alg. 2 lines 5-7)
+                # the ball step c' = (1 - beta) c + beta x~_v (Strack 2013 Alg. 2 lines 5-7)
                 tau_v = float(diag_all[v_point])
                 beta = _bvm_beta(g_v, w2, tau_v, radius2, eta)
                 if beta > 0.0:

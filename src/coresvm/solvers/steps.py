@@ -7,11 +7,11 @@ the exact minimizer on ``[0, t_max]`` is ``clip(-f'(0) / (2 d'Qd), 0, t_max)``.
 
 The quantities below are written with ``G = Q a`` (the maintained gradient
 half), ``n2 = a'Qa`` and ``D = a'diag(Q)``.  The papers print several of these
-with wrong signs (seed 000 Alg. 3 line 21, seed 001 appendix (11)-(15) in the
+with wrong signs (Frandi et al. 2013 Alg. 3 line 21, Frandi et al. 2015 appendix (11)-(15) in the
 maximization convention); these are derived afresh for minimization and each
 is checked against a brute-force line search in ``tests/test_steps.py``.
 
-Over-relaxation (seed 004, gsvm ``-o``): the unclipped step is multiplied by
+Over-relaxation (Strack 2013, gsvm ``-o``): the unclipped step is multiplied by
 ``eta`` in [1, 2) before clipping; on a quadratic this still decreases ``f``.
 """
 
@@ -37,7 +37,7 @@ def clipped_step(derivative, curvature, t_max, eta):
 def toward_direction(G_i, Q_ii, n2, D, lam):
     """Derivative and curvature along ``e_i - a`` (the FW toward direction).
 
-    Seed 000 eq. 29 / seed 001 eq. 11 in minimization form.
+    Frandi et al. 2013 eq. 29 / Frandi et al. 2015 eq. 11 in minimization form.
     """
     derivative = 2.0 * (G_i - n2) - lam * (Q_ii - D)
     curvature = Q_ii - 2.0 * G_i + n2
@@ -76,7 +76,7 @@ def objective_change(derivative, curvature, t):
 def partner_value(derivative, curvature, t_max, imdm, gmdm_k):
     """How good a second vertex is for a pairwise step (larger is better).
 
-    IMDM (Franc; seed 004 eq. 5.33): the decrease of the objective by the
+    IMDM (Franc; Strack 2013 eq. 5.33): the decrease of the objective by the
     clipped step (at most ``t_max``, the partner's weight).  GMDM(k) (eq. 5.35):
     ``-f'(0) / curvature^(k/2)``.  Shared by the engine and the core-set solver.
     """
@@ -87,7 +87,7 @@ def partner_value(derivative, curvature, t_max, imdm, gmdm_k):
 
 @njit(inline="always", cache=True)
 def partan_direction(lam_fw, G_i, Gp_i, Q_ii, n2, W, Fp, D, Dp, lam):
-    """Derivative and curvature of the PARTAN step (seed 001 eqs. 7-8).
+    """Derivative and curvature of the PARTAN step (Frandi et al. 2015 eqs. 7-8).
 
     After the FW point ``a~ = (1 - lam_fw) a + lam_fw e_i`` the PARTAN step moves
     along ``d = a~ - a_prev``.  With ``W = a'Q a_prev``, ``Fp = a_prev'Q a_prev``,
@@ -95,7 +95,7 @@ def partan_direction(lam_fw, G_i, Gp_i, Q_ii, n2, W, Fp, D, Dp, lam):
 
     ``F~ = a~'Q a~``, ``B = a~'Q a_prev = (1 - lam_fw) W + lam_fw Gp_i``,
     derivative ``2 (F~ - B) - lam (D~ - Dp)``, curvature ``F~ - 2B + Fp``.
-    (Seed 001's (13)-(15) are the same in the maximization convention.)
+    (Frandi et al. 2015's (13)-(15) are the same in the maximization convention.)
     """
     F_t = (1.0 - lam_fw) ** 2 * n2 + 2.0 * lam_fw * (1.0 - lam_fw) * G_i + lam_fw * lam_fw * Q_ii
     B = (1.0 - lam_fw) * W + lam_fw * Gp_i
