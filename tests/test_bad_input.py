@@ -23,11 +23,18 @@ from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 from test_solvers import exact_solution
 
-from coresvm import AESVC, CoreSVC, load_model, save_model
-from coresvm._validation import FEATURE_SCALE_WARN_RATIO, FeatureScaleWarning, feature_scale_ratio
+from coresvm import AESVC, CoreOneClassSVM, CoreSVC, load_model, save_model
+from coresvm._validation import (
+    FEATURE_SCALE_WARN_RATIO,
+    DegenerateKernelWarning,
+    FeatureScaleWarning,
+    KernelRangeError,
+    check_kernel_range,
+    feature_scale_ratio,
+)
 from coresvm.cli import main
 from coresvm.datasets import datasets_dir
-from coresvm.kernels import KernelSpec
+from coresvm.kernels import KernelSpec, resolve_gamma
 from coresvm.problem import SimplexProblem
 
 ESTIMATORS = [CoreSVC, AESVC]
@@ -423,3 +430,104 @@ def test_scale_warning_is_quiet_on_the_benchmark_sets(name):
             X, _ = load_svmlight_file(handle)
     ratio = feature_scale_ratio(X)
     assert ratio < FEATURE_SCALE_WARN_RATIO / 10, ratio  # measured: a9a 90, w8a 32, zip 19, others < 3
+
+
+# ----------------------------------------------------------------------------------------- kernel range (issue 31)
+RANGE_ESTIMATORS = [CoreSVC, AESVC, CoreOneClassSVM]
+
+
+def _fit_any(Estimator, X, y, **params):
+    """Fit a classifier on (X, y), the one-class model on X alone (ConvergenceWarnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return Estimator(**params).fit(X) if Estimator is CoreOneClassSVM else Estimator(**params).fit(X, y)
+
+
+EXTREME_SCALES = {  # case: (make the training X from well-scaled X, message)
+    "1e300": (lambda X: X * 1e300, "squared row norms overflow float64"),
+    "1e300 CSR": (lambda X: sp.csr_matrix(X * 1e300), "squared row norms overflow float64"),
+    "float32 1e19": (lambda X: (X * 1e19).astype(np.float32), "beyond float32's range"),
+    "1e-160": (lambda X: X * 1e-160, "gamma resolved to inf"),
+}
+
+
+@pytest.mark.parametrize("Estimator", RANGE_ESTIMATORS)
+@pytest.mark.parametrize("case", EXTREME_SCALES)
+def test_features_of_extreme_scale_raise_a_clear_error(data, Estimator, case):
+    """Before: CoreSVC 'fitted' X * 1e300 to a chance-level model with only NumPy warnings (1e-160: gamma = inf,
+    the same), float32 at 1e19 overflowed in float32 products, AESVC crashed (segfault) on X * 1e155."""
+    X, y = data
+    make, match = EXTREME_SCALES[case]
+    with pytest.raises(KernelRangeError, match=f"{match}.*StandardScaler") as info:
+        _fit_any(Estimator, make(X), y)
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("params, scale", [
+    (dict(kernel="poly", gamma=1.0, degree=3), 1e110),  # (gamma <x, x'>)^3 ~ 1e660
+    (dict(kernel="linear"), 1e155),  # <x, x'> ~ 1e310
+])
+def test_polynomial_and_linear_kernel_overflow_raise_a_clear_error(data, params, scale):
+    X, y = data
+    with pytest.raises(KernelRangeError, match="StandardScaler"):
+        CoreSVC(**params).fit(X * scale, y)
+    with pytest.raises(KernelRangeError, match="StandardScaler"):
+        AESVC(**params).fit(X * scale, y)
+
+
+@pytest.mark.parametrize("Estimator", RANGE_ESTIMATORS)
+@pytest.mark.parametrize("gamma, match", [(1e6, "below 1e-12.*memorises"), (1e-15, "above 1 - 1e-12.*chance")])
+def test_degenerate_rbf_kernel_warns(data, Estimator, gamma, match):
+    """gamma * ||x - x'||^2 far above 27.6 (every off-diagonal value < 1e-12) or below 1e-12 (every value ~ 1)."""
+    X, y = data
+    with pytest.warns(DegenerateKernelWarning, match=match):
+        _fit_any(Estimator, X, y, gamma=gamma)
+
+
+def test_degenerate_warning_is_quiet_on_normal_and_constant_data(data):
+    """No warning for gamma='scale' on ordinary data, nor for identical points (k = 1 whatever gamma is)."""
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateKernelWarning)
+        for loader in (load_iris, load_wine, load_digits, load_breast_cancer):
+            X_real = loader().data
+            check_kernel_range(X_real, KernelSpec("rbf", resolve_gamma("scale", X_real)), "CoreSVC")
+        check_kernel_range(np.ones((20, 3)), KernelSpec("rbf", 1e6), "CoreSVC")  # constant: k = 1 for all pairs
+        quiet_fit(CoreSVC(random_state=0), X, y)
+        quiet_fit(CoreSVC(gamma=0.01, random_state=0), X, y)  # ||x - x'||^2 ~ 8: k ~ 0.92, informative
+
+
+def test_kernel_range_check_is_deterministic_and_leaves_the_model_unchanged(data, monkeypatch):
+    X, y = data
+    spec = KernelSpec("rbf", 1e6)
+    messages = []
+    for _ in range(2):
+        with pytest.warns(DegenerateKernelWarning) as record:
+            check_kernel_range(X, spec, "CoreSVC")
+        messages.append(str(record[0].message))
+    assert messages[0] == messages[1]
+    checked = CoreSVC(random_state=0).fit(X, y)
+    monkeypatch.setattr("coresvm.svc.check_kernel_range", lambda *args, **kwargs: None)
+    unchecked = CoreSVC(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(checked.decision_function(X), unchecked.decision_function(X))
+
+
+def test_kernel_range_check_never_densifies_sparse_input(data, monkeypatch):
+    X, y = data
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a CSR matrix was made dense")
+
+    for cls in (sp.csr_matrix, sp.csr_array):
+        monkeypatch.setattr(cls, "toarray", refuse)
+        monkeypatch.setattr(cls, "todense", refuse)
+    with pytest.raises(KernelRangeError, match="overflow float64"):
+        check_kernel_range(sp.csr_matrix(X * 1e300), KernelSpec("rbf", 1.0), "CoreSVC")
+    with pytest.raises(KernelRangeError, match="float32"):
+        check_kernel_range(sp.csr_matrix((X * 1e19).astype(np.float32)), KernelSpec("rbf", 1.0), "CoreSVC")
+    with pytest.warns(DegenerateKernelWarning, match="below 1e-12"):
+        check_kernel_range(sp.csr_matrix(X), KernelSpec("rbf", 1e6), "CoreSVC")
+    rows = np.arange(len(y)) % 2 == 0  # only the rows a weighted fit uses are checked
+    X_half = X.copy()
+    X_half[~rows] *= 1e300
+    check_kernel_range(sp.csr_matrix(X_half), KernelSpec("rbf", 1.0), "CoreSVC", rows)

@@ -12,8 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
-from .data import all_finite
-from .kernels import GAMMA_RULES, KERNEL_CODES
+from .data import all_finite, read_rows
+from .kernels import GAMMA_RULES, KERNEL_CODES, KernelSpec, squared_norms
 
 
 def check_positive(name: str, value, allow_none: bool = False, allow_inf: bool = False) -> None:
@@ -124,7 +124,8 @@ def warn_if_badly_scaled(X, kernel: str, estimator: str) -> None:
     """A :class:`FeatureScaleWarning` when feature scales differ by more than ``FEATURE_SCALE_WARN_RATIO``."""
     if kernel == "linear":
         return
-    ratio = feature_scale_ratio(X)
+    with np.errstate(over="ignore", invalid="ignore"):  # features near overflow: check_kernel_range's error
+        ratio = feature_scale_ratio(X)
     if ratio > FEATURE_SCALE_WARN_RATIO:
         warnings.warn(
             f"{estimator}: the features' standard deviations differ by a factor of {ratio:.3g} (> "
@@ -157,6 +158,160 @@ def prepare_predict_matrix(X):
     """Prediction data after validate_data: finite and canonical CSR."""
     check_finite_input(X)
     return canonical_csr(X)
+
+
+# ---------------------------------------------------------------------------------------------------- kernel range
+# ||a - b||^2 = |a|^2 + |b|^2 - 2 <a, b> and its terms reach 4 max|x|^2: the norms must stay this far below a
+# float type's largest value for every quantity the kernels form from them to be finite.
+RANGE_MARGIN = 4.0
+# Largest |k(x, x')| accepted (poly; linear: the norms' own bound): the solvers add and subtract kernel values
+# with simplex weights, and ||phi(a) - phi(b)||^2 = k(a, a) + k(b, b) - 2 k(a, b) <= 4 max|k| must stay finite.
+KERNEL_VALUE_LIMIT = float(np.finfo(np.float64).max) / RANGE_MARGIN
+RANGE_SAMPLE_PAIRS = 1000  # random pairs of distinct rows whose RBF value is computed (fixed seed)
+DEGENERATE_TOLERANCE = 1e-12  # an RBF value below this, or above 1 - this, carries no information
+DEGENERATE_FRACTION = 0.99  # "almost all": the share of sampled pairs that must be degenerate for the warning
+SCALE_ADVICE = ("Scale the features first, e.g. sklearn.preprocessing.StandardScaler in a Pipeline or "
+                "'coresvm scale' for files.")
+
+
+class KernelRangeError(ValueError):
+    """The kernel's values overflow (or are not finite) on the training data: the features need scaling."""
+
+
+class DegenerateKernelWarning(UserWarning):
+    """Almost every off-diagonal RBF value is 0 (or 1): gamma does not match the scale of the data."""
+
+
+def check_kernel_range(X, spec: KernelSpec, estimator: str, rows=None) -> None:
+    """Check, before solving, that the kernel is computable and informative on the training data.
+
+    Cost: one pass over ``X`` for the squared row norms (blocked for a memmap, ``O(nnz)``
+    for CSR, which is never densified) and the exact distances of ``RANGE_SAMPLE_PAIRS``
+    random pairs of distinct rows drawn with a fixed seed (deterministic; the estimator's
+    random state is not touched).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix, memmap} of shape (n_samples, n_features)
+        Validated, finite training data (float32 or float64).
+    spec : KernelSpec
+        The resolved kernel (``gamma`` a number).
+    estimator : str
+        Name used in the messages.
+    rows : ndarray of bool or int, default=None
+        The rows the fit uses (e.g. those of non-zero weight); all when None.
+
+    Raises
+    ------
+    KernelRangeError
+        When squared norms, inner products (in float32 for float32 input) or kernel
+        values overflow, or gamma resolved to 0 or infinity: the message names the
+        largest value and the fix (scale the features).
+
+    Warns
+    -----
+    DegenerateKernelWarning
+        For the RBF kernel, when at least ``DEGENERATE_FRACTION`` of the sampled
+        pairs of distinct rows have ``k(x, x') < 1e-12`` (the model memorises the
+        training points) or ``> 1 - 1e-12`` (the kernel matrix is constant).
+    """
+    if rows is not None:
+        rows = np.flatnonzero(rows) if np.asarray(rows).dtype == bool else np.asarray(rows)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        # float64 norms (those of a float32 CSR matrix would be squared in float32): a sparse copy of the values
+        norms = squared_norms(X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X)
+        if rows is not None:
+            norms = norms[rows]
+        max_norm = float(np.max(norms, initial=0.0))
+    prefix = f"{estimator}: kernel={spec.name!r} cannot be computed on these features"
+    if not np.isfinite(max_norm) or max_norm > np.finfo(np.float64).max / RANGE_MARGIN:
+        raise KernelRangeError(
+            f"{prefix}: the squared row norms overflow float64 (largest |x_ij| = {_largest_value(X):.3g}), so every "
+            f"kernel value would be inf or NaN and the model meaningless. {SCALE_ADVICE}")
+    float32_max = float(np.finfo(np.float32).max)
+    if X.dtype == np.float32 and max_norm > float32_max / RANGE_MARGIN:
+        raise KernelRangeError(
+            f"{prefix}: squared row norms reach {max_norm:.3g}, beyond float32's range ({float32_max:.3g}"
+            f" / {RANGE_MARGIN:g}) in which float32 input's inner products are computed, so they overflow. "
+            f"{SCALE_ADVICE} (Or pass float64 data.)")
+    if spec.name != "linear" and not (np.isfinite(spec.gamma) and spec.gamma > 0):
+        # gamma='scale' is 1 / (n_features * X.var()): infinite when the variance underflows
+        raise KernelRangeError(
+            f"{prefix}: gamma resolved to {spec.gamma!r} (the features are too small: largest |x_ij| = "
+            f"{_largest_value(X):.3g}). {SCALE_ADVICE}")
+    log_largest = _log10_largest_kernel_value(spec, max_norm)
+    if log_largest >= np.log10(KERNEL_VALUE_LIMIT):
+        raise KernelRangeError(
+            f"{prefix}: |k(x, x')| reaches 1e{log_largest:.0f} (> {KERNEL_VALUE_LIMIT:.3g}; largest squared row "
+            f"norm {max_norm:.3g}), which overflows float64 in the solver's sums. {SCALE_ADVICE}")
+    if spec.name == "rbf":
+        _warn_if_degenerate_rbf(X, spec, estimator, rows)
+
+
+def _largest_value(X) -> float:
+    """The largest ``|x_ij|`` (for the error messages only; CSR: its stored values)."""
+    values = X.data if sp.issparse(X) else X
+    if values.size == 0:
+        return 0.0
+    return float(max(np.max(values), -np.min(values)))  # no |X|-sized temporary
+
+
+def _log10_largest_kernel_value(spec: KernelSpec, max_norm: float) -> float:
+    """``log10`` of an upper bound of ``|k(x, x')|`` from the largest squared norm (Cauchy-Schwarz:
+    ``|<x, x'>| <= max|x|^2``), attained by ``k(x, x)`` of the longest row.  In logs: for 'poly' the value
+    ``(gamma max|x|^2 + |coef0|)^degree`` itself may overflow."""
+    if spec.name == "linear":
+        return float(np.log10(max_norm)) if max_norm > 0 else -np.inf
+    if spec.name == "poly":
+        base = spec.gamma * max_norm + abs(spec.coef0)
+        return float(spec.degree * np.log10(base)) if base > 0 else -np.inf
+    return 0.0  # rbf, sigmoid: |k| <= 1
+
+
+def _warn_if_degenerate_rbf(X, spec: KernelSpec, estimator: str, rows) -> None:
+    """The :class:`DegenerateKernelWarning` of :func:`check_kernel_range`, from a sample of pairs of rows."""
+    n_rows = X.shape[0] if rows is None else len(rows)
+    if n_rows < 2:
+        return
+    rng = np.random.RandomState(0)  # fixed: the same data always gives the same verdict
+    first = rng.randint(n_rows, size=RANGE_SAMPLE_PAIRS)
+    second = (first + rng.randint(1, n_rows, size=RANGE_SAMPLE_PAIRS)) % n_rows  # never the same row
+    if rows is not None:
+        first, second = rows[first], rows[second]
+    A, B = read_rows(X, first), read_rows(X, second)
+    with np.errstate(over="ignore", under="ignore"):
+        # the distance from the difference, not from the norms: no cancellation for close points
+        if sp.issparse(A):
+            diff = sp.csr_matrix(A, dtype=np.float64) - sp.csr_matrix(B, dtype=np.float64)
+            diff.eliminate_zeros()
+            distinct = np.diff(diff.indptr) > 0
+            squared = np.asarray(diff.multiply(diff).sum(axis=1)).ravel()
+        else:
+            diff = np.asarray(A, dtype=np.float64) - np.asarray(B, dtype=np.float64)
+            distinct = np.any(diff != 0, axis=1)
+            squared = np.einsum("ij,ij->i", diff, diff)
+        # identical rows have k = 1 whatever gamma is: not a sign of a bad gamma (e.g. constant data)
+        values = np.exp(-spec.gamma * squared[distinct])
+    if len(values) == 0:
+        return
+    low = float(np.mean(values < DEGENERATE_TOLERANCE))
+    high = float(np.mean(values > 1.0 - DEGENERATE_TOLERANCE))
+    if max(low, high) < DEGENERATE_FRACTION:
+        return
+    exponents = spec.gamma * squared[distinct]
+    if low >= DEGENERATE_FRACTION:
+        what, why = (f"{low:.1%} are below {DEGENERATE_TOLERANCE:g}", "too large for the data's scale: the kernel "
+                     "matrix is nearly the identity and the model memorises the training points")
+    else:
+        what, why = (f"{high:.1%} are above 1 - {DEGENERATE_TOLERANCE:g}", "too small for the data's scale: the "
+                     "kernel matrix is nearly constant and the model is close to chance")
+    warnings.warn(
+        f"{estimator}: the RBF kernel is degenerate: of {len(values)} sampled off-diagonal values k(x, x'), {what} "
+        f"(gamma * ||x - x'||^2 from {exponents.min():.3g} to {exponents.max():.3g}); gamma={spec.gamma:.3g} is "
+        f"{why}. {SCALE_ADVICE} Then use gamma='scale' or a gamma near 1 / (n_features * X.var()).",
+        DegenerateKernelWarning,
+        stacklevel=caller_stacklevel(),
+    )
 
 
 def check_class_labels(y) -> None:

@@ -17,6 +17,7 @@ from ._validation import (
     check_choice,
     check_class_labels,
     check_kernel_params,
+    check_kernel_range,
     check_positive,
     class_weight_per_sample,
     prepare_fit_matrix,
@@ -274,6 +275,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
         X_kept = X if len(rows) == X.shape[0] else X[rows]
         self.gamma_ = resolve_gamma(self.gamma, X_kept)
         self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+        check_kernel_range(X_kept, self._kernel_spec, type(self).__name__)  # before solving: no silent garbage
 
         rs = self._representative_set(X_kept, y_index[rows], sample_weight[rows])
         order = np.argsort(rs.indices)  # train SVC on the rows in data order, as SVC would see them

@@ -72,30 +72,38 @@ def resolve_gamma(gamma: float | str, X, random_state: np.random.RandomState | N
     if sp.issparse(X):
         X = X.tocsr()
     if isinstance(gamma, str):
-        if gamma == "auto":
-            return 1.0 / n_features
-        if gamma == "scale":
-            if sp.issparse(X):
-                mean = np.asarray(X.mean())
-                var = float(X.multiply(X).mean() - mean**2)
-            else:
-                var = blocked_variance(X)  # no X-sized temporary (X may be a memmap)
-            return 1.0 / (n_features * var) if var > 0 else 1.0
-        if gamma == "cvm":
-            rng = random_state if random_state is not None else np.random.RandomState(0)
-            take = rng.choice(n_samples, size=min(n_samples, 1000), replace=False)
-            sub = X[take]
-            sq = squared_norms(sub)
-            cross = sub @ sub.T
-            cross = cross.toarray() if sp.issparse(cross) else np.asarray(cross)
-            dist2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * cross, 0.0)
-            mean = dist2.sum() / max(len(take) * (len(take) - 1), 1)
-            return 1.0 / mean if mean > 0 else 1.0
-        raise ValueError(f"gamma must be a positive float or one of {GAMMA_RULES}; got {gamma!r}")
+        # Features near float64's limits give an infinite (or zero) variance here: the fit's
+        # check_kernel_range then raises one clear error instead of NumPy's overflow warnings.
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            return _gamma_rule(gamma, X, n_samples, n_features, random_state)
     value = float(gamma)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"gamma must be > 0; got {gamma!r}")
     return value
+
+
+def _gamma_rule(gamma: str, X, n_samples: int, n_features: int, random_state) -> float:
+    """The value of a gamma rule of :func:`resolve_gamma`."""
+    if gamma == "auto":
+        return 1.0 / n_features
+    if gamma == "scale":
+        if sp.issparse(X):
+            mean = np.asarray(X.mean())
+            var = float(X.multiply(X).mean() - mean**2)
+        else:
+            var = blocked_variance(X)  # no X-sized temporary (X may be a memmap)
+        return 1.0 / (n_features * var) if var > 0 else 1.0
+    if gamma == "cvm":
+        rng = random_state if random_state is not None else np.random.RandomState(0)
+        take = rng.choice(n_samples, size=min(n_samples, 1000), replace=False)
+        sub = X[take]
+        sq = squared_norms(sub)
+        cross = sub @ sub.T
+        cross = cross.toarray() if sp.issparse(cross) else np.asarray(cross)
+        dist2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * cross, 0.0)
+        mean = dist2.sum() / max(len(take) * (len(take) - 1), 1)
+        return 1.0 / mean if mean > 0 else 1.0
+    raise ValueError(f"gamma must be a positive float or one of {GAMMA_RULES}; got {gamma!r}")
 
 
 def squared_norms(X) -> np.ndarray:

@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._validation import check_choice, check_finite_input, check_kernel_params, check_positive
+from ._validation import check_choice, check_finite_input, check_kernel_params, check_kernel_range, check_positive
 from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
 from .problem import SimplexProblem
 from .solvers.core_set import core_set_capacity
@@ -294,6 +294,7 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.gamma_ = resolve_gamma(self.gamma, X_kept, rng)
         self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+        check_kernel_range(X_kept, self._kernel_spec, type(self).__name__)  # before solving: no silent garbage
         options = self._solver_options(int(rng.randint(0, 2**31 - 1)))
         start = time.perf_counter()
         if isinstance(self.C, str):

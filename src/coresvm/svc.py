@@ -32,6 +32,7 @@ from ._validation import (
     check_choice,
     check_class_labels,
     check_kernel_params,
+    check_kernel_range,
     check_positive,
     class_weight_per_sample,
     encode_labels,
@@ -642,6 +643,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
         self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+        check_kernel_range(X, self._kernel_spec, type(self).__name__, keep)  # before solving: no silent garbage
         C_per_sample = self._per_sample_C(sample_weight, classes, y)
         self._joint_model = None
         if self.multiclass == "joint":
