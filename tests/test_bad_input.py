@@ -11,6 +11,7 @@ runs the shared rows on AESVC too.
 
 import gzip
 import lzma
+import os
 import warnings
 
 import numpy as np
@@ -35,6 +36,7 @@ from coresvm._validation import (
 from coresvm.cli import main
 from coresvm.datasets import datasets_dir
 from coresvm.kernels import KernelSpec, resolve_gamma
+from coresvm.model_io import ModelFormatError, read_metadata
 from coresvm.problem import SimplexProblem
 
 ESTIMATORS = [CoreSVC, AESVC]
@@ -531,3 +533,82 @@ def test_kernel_range_check_never_densifies_sparse_input(data, monkeypatch):
     X_half = X.copy()
     X_half[~rows] *= 1e300
     check_kernel_range(sp.csr_matrix(X_half), KernelSpec("rbf", 1.0), "CoreSVC", rows)
+
+
+# ----------------------------------------------------------------------------------------- model paths (issue 31)
+def _unreadable(monkeypatch, path):
+    """A file that cannot be read (chmod 000 does not stop root, who runs CI): open() raises PermissionError."""
+    path.write_bytes(b"PK\x03\x04")
+    real_open = open
+
+    def refusing(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing)
+    return path
+
+
+def _written(path, content: bytes):
+    path.write_bytes(content)
+    return path
+
+
+MODEL_PATH_CASES = {  # case: (message, make(tmp_path, model file bytes, monkeypatch) -> the path)
+    "missing": ("no such model file", lambda tmp, model, patch: tmp / "missing.model"),
+    "directory": ("is a directory", lambda tmp, model, patch: tmp),
+    "under a file": ("not a directory", lambda tmp, model, patch: _written(tmp / "f", b"x") / "m"),
+    "unreadable": ("permission denied", lambda tmp, model, patch: _unreadable(patch, tmp / "u")),
+    "not a model": ("not a model file", lambda tmp, model, patch: _written(tmp / "t", b"1 1:0.5\n")),
+    "empty": ("not a model file", lambda tmp, model, patch: _written(tmp / "e", b"")),
+    "truncated": ("truncated or corrupt", lambda tmp, model, patch: _written(tmp / "c", model[: len(model) // 2])),
+}
+
+
+@pytest.fixture(scope="module")
+def model_bytes(data, tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "m"
+    save_model(CoreSVC(random_state=0).fit(*data), path)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("case", MODEL_PATH_CASES)
+def test_every_wrong_model_path_is_a_model_format_error(tmp_path, monkeypatch, model_bytes, case):
+    """Before: a directory raised a bare IsADirectoryError, a missing file FileNotFoundError, a path under a file
+    NotADirectoryError, an unreadable file PermissionError."""
+    match, make = MODEL_PATH_CASES[case]
+    path = make(tmp_path, model_bytes, monkeypatch)
+    for read in (load_model, read_metadata):
+        with pytest.raises(ModelFormatError, match=match) as info:
+            read(path)
+        assert str(path) in str(info.value) and "\n" not in str(info.value)
+    if case == "missing":  # still the FileNotFoundError it was
+        with pytest.raises(FileNotFoundError):
+            load_model(path)
+
+
+@pytest.mark.parametrize("case", MODEL_PATH_CASES)
+def test_cli_wrong_model_path_exits_2_with_one_line(tmp_path, monkeypatch, capsys, model_bytes, data, case):
+    """Before: exit 2 already, but with the OS's words ("cannot access ...: Is a directory"), not the model file's."""
+    from sklearn.datasets import dump_svmlight_file
+
+    data_path = tmp_path / "test.txt"
+    dump_svmlight_file(data[0][:5], data[1][:5], str(data_path), zero_based=False)
+    model_dir = tmp_path / "models"
+    model_dir.mkdir()
+    match, make = MODEL_PATH_CASES[case]
+    path = make(model_dir, model_bytes, monkeypatch)
+    match = "file not found" if case in ("missing", "under a file") else match  # the command line checks that first
+    for argv in (["predict", str(data_path), str(path), str(tmp_path / "out")], ["info", str(path)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(path) in err and match in err, err
+
+
+def test_unreadable_device_is_a_model_format_error():
+    """A real read error (EIO), not a simulated one: /proc/self/mem cannot be read from offset 0."""
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("no /proc")
+    with pytest.raises(ModelFormatError, match="cannot read the model file"):
+        load_model("/proc/self/mem")

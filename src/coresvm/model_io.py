@@ -33,6 +33,7 @@ import os
 import warnings
 import zipfile
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ import scipy.sparse as sp
 
 from .kernels import KernelSpec, squared_norms
 
-__all__ = ["ModelFormatError", "load_model", "save_model", "model_summary", "FORMAT_NAME", "FORMAT_VERSION"]
+__all__ = ["ModelFormatError", "ModelFileNotFoundError", "load_model", "save_model", "model_summary", "FORMAT_NAME",
+           "FORMAT_VERSION"]
 
 FORMAT_NAME = "coresvm-model"
 FORMAT_VERSION = 1
@@ -56,6 +58,31 @@ REQUIRED_ATTRIBUTES = ("classes_", "support_vectors_", "intercept_", "_pair_coef
 
 class ModelFormatError(ValueError):
     """A model file is missing, corrupt, truncated, of a future format version, or not a model file."""
+
+
+class ModelFileNotFoundError(ModelFormatError, FileNotFoundError):
+    """The model path does not exist: a :class:`ModelFormatError` that is also the ``FileNotFoundError``
+    :func:`load_model` raised before, so either ``except`` clause catches it."""
+
+
+@contextmanager
+def _model_path_errors(path: Path):
+    """Turn an ``OSError`` of reading ``path`` (missing, a directory, unreadable, ...) into a one-line
+    :class:`ModelFormatError` that names the path: every way a model path can be wrong ends in that error."""
+    try:
+        yield
+    except ModelFormatError:
+        raise
+    except FileNotFoundError:
+        raise ModelFileNotFoundError(f"{path}: no such model file") from None
+    except IsADirectoryError:
+        raise ModelFormatError(f"{path}: is a directory, not a model file") from None
+    except NotADirectoryError:
+        raise ModelFormatError(f"{path}: no such model file (a part of the path is not a directory)") from None
+    except PermissionError:
+        raise ModelFormatError(f"{path}: cannot read the model file (permission denied)") from None
+    except OSError as error:
+        raise ModelFormatError(f"{path}: cannot read the model file ({error.strerror or error})") from None
 
 
 # --------------------------------------------------------------------------- public API
@@ -118,21 +145,21 @@ def load_model(path: str | os.PathLike):
 
     Raises
     ------
-    FileNotFoundError
-        If ``path`` does not exist.
     ModelFormatError
-        If the file is not a model file, is corrupt or truncated, or was written
-        by a newer coresvm in a format version this one does not know.
+        With a one-line message naming ``path``, if it does not exist (then a
+        :class:`ModelFileNotFoundError`, also a ``FileNotFoundError``), is a
+        directory or unreadable, or the file is not a model file, is corrupt or
+        truncated, or was written by a newer coresvm in a format version this
+        one does not know.  Loading never runs code from the file (no pickle).
     """
     path = Path(path)
-    with open(path, "rb") as handle:
-        head = handle.read(len(ZIP_MAGIC))
-    if head == ZIP_MAGIC:
-        return _load_native(path)
-    with open(path, "rb") as handle:
-        start = handle.read(64)
-    if start.lstrip().startswith(b"svm_type"):
-        return _load_libsvm(path)
+    with _model_path_errors(path):
+        with open(path, "rb") as handle:
+            start = handle.read(64)
+        if start.startswith(ZIP_MAGIC):
+            return _load_native(path)
+        if start.lstrip().startswith(b"svm_type"):
+            return _load_libsvm(path)
     raise ModelFormatError(f"{path}: not a model file (neither a coresvm model archive nor a LIBSVM text model)")
 
 
@@ -142,13 +169,14 @@ def read_metadata(path: str | os.PathLike) -> dict:
     For a LIBSVM text model, the summary of the model it loads as.
     """
     path = Path(path)
-    with open(path, "rb") as handle:
-        head = handle.read(len(ZIP_MAGIC))
-    if head != ZIP_MAGIC:
-        model = load_model(path)
-        return {"format": "libsvm", "summary": model_summary(model)}
-    with _open_archive(path) as archive:
-        return _read_metadata(archive, path)
+    with _model_path_errors(path):
+        with open(path, "rb") as handle:
+            head = handle.read(len(ZIP_MAGIC))
+        if head != ZIP_MAGIC:
+            model = load_model(path)
+            return {"format": "libsvm", "summary": model_summary(model)}
+        with _open_archive(path) as archive:
+            return _read_metadata(archive, path)
 
 
 def model_summary(model) -> dict:
