@@ -311,8 +311,8 @@ def test_unreadable_line_n(capsys, tmp_path):
     assert_usage_error(capsys, "train", tmp_path / "bad.txt", match="bad.txt: unreadable line 3")
     (tmp_path / "unsorted.txt").write_text("1 1:0.5\n-1 2:0.3\n1 1:1\n-1 3:1 2:1\n")
     assert_usage_error(capsys, "train", tmp_path / "unsorted.txt", match="unreadable line 4")
-    (tmp_path / "zero.txt").write_text("1 1:0.5\n-1 0:0.3\n")
-    assert_usage_error(capsys, "train", tmp_path / "zero.txt", match="unreadable line 2")
+    (tmp_path / "negative.txt").write_text("1 1:0.5\n-1 -1:0.3\n")
+    assert_usage_error(capsys, "train", tmp_path / "negative.txt", match="unreadable line 2")
     (tmp_path / "bad.csv").write_text("y,a,b\n1,0.5,1\n-1,0.5,1\n1,0.5\n")
     assert_usage_error(capsys, "train", tmp_path / "bad.csv", match="bad.csv: unreadable line 4")
     (tmp_path / "bad2.csv").write_text("1,0.5,1\n-1,x,1\n")
@@ -395,3 +395,66 @@ def test_gsvm_options_reach_the_estimator(capsys, files, tmp_path, argv, params)
     model = coresvm.load_model(model_path)
     for name, value in params.items():
         assert model.get_params()[name] == value
+
+
+# --------------------------------------------------------------------------- zero-based LIBSVM files
+@pytest.fixture(scope="module")
+def zero_based(tmp_path_factory):
+    """scikit-learn's default dump (zero_based=True): the training file has index 0, the test file not
+    (its feature 0 is zero in every row), so 'auto' alone would read the two files differently."""
+    root = tmp_path_factory.mktemp("zero")
+    X, y = make_classification(n_samples=180, n_features=5, n_informative=3, random_state=1)
+    y = 2 * y - 1
+    X_test = X[120:].copy()
+    X_test[:, 0] = 0.0
+    dump_svmlight_file(X[:120], y[:120], str(root / "train0.txt"))
+    dump_svmlight_file(X_test, y[120:], str(root / "test0.txt"))
+    assert " 0:" in (root / "train0.txt").read_text() and " 0:" not in (root / "test0.txt").read_text()
+    return root, X[:120], y[:120], X_test, y[120:]
+
+
+@pytest.mark.parametrize("format", ["native", "libsvm"])
+def test_zero_based_files_train_and_predict_column_for_column(capsys, zero_based, tmp_path, format):
+    root, X, y, X_test, y_test = zero_based
+    model_path, out_path = tmp_path / "m.model", tmp_path / "out.txt"
+    code, _, err = run(capsys, "train", "-q", "-c", 10, "-g", 0.3, "--format", format, root / "train0.txt",
+                       model_path)
+    assert code == 0, err
+    assert run(capsys, "predict", "-q", root / "test0.txt", model_path, out_path)[0] == 0
+    reference = coresvm.CoreSVC(C=10, gamma=0.3, random_state=0).fit(X, y)
+    expected = reference.predict(X_test)
+    assert np.mean(expected == y_test) > 0.7  # a model worth comparing against
+    np.testing.assert_array_equal(np.loadtxt(out_path), expected)
+    model = load_model(model_path)
+    assert model.n_features_in_ == 5 and model.libsvm_index_base_ == 0
+    if format == "libsvm":  # the SVs keep the file's own indices, so LIBSVM's svm-predict reads the test file alike
+        assert any(" 0:" in line for line in model_path.read_text().split("SV\n", 1)[1].splitlines())
+        y_lib, x_lib = svmutil.svm_read_problem(str(root / "test0.txt"))
+        labels, _, _ = svmutil.svm_predict(y_lib, x_lib, svmutil.svm_load_model(str(model_path)), "-q")
+        np.testing.assert_array_equal(labels, expected)
+
+
+def test_one_based_model_reads_an_index_0_as_a_feature_it_never_saw(capsys, files, tmp_path):
+    """A model trained on a one-based file: a test file's index 0 is a feature outside the model's columns
+    (zero in every SV, as LIBSVM takes it), and indices 1.. keep their columns."""
+    model_path, out_path = tmp_path / "m.model", tmp_path / "out.txt"
+    assert run(capsys, "train", "-q", "-c", 10, "-g", 0.3, files / "train.txt", model_path)[0] == 0
+    X, y = load_svmlight_file(str(files / "test.txt"), zero_based=False, n_features=5)
+    extra = np.full((X.shape[0], 1), 0.7)
+    dump_svmlight_file(np.hstack([extra, X.toarray()]), y, str(tmp_path / "test0.txt"))  # index 0 = extra
+    assert run(capsys, "predict", "-q", tmp_path / "test0.txt", model_path, out_path)[0] == 0
+    model = load_model(model_path)
+    assert model.libsvm_index_base_ == 1
+    wide = coresvm.cli._widen_model(model, 6)
+    expected = wide.predict(np.hstack([X.toarray(), extra]))
+    np.testing.assert_array_equal(np.loadtxt(out_path), expected)
+
+
+def test_scale_keeps_zero_based_indices(capsys, zero_based, tmp_path):
+    root, X, _, _, _ = zero_based
+    code, out, _ = run(capsys, "scale", "-l", 0, "-u", 1, "-s", tmp_path / "range", root / "train0.txt")
+    assert code == 0
+    scaled, _ = load_svmlight_file(io.BytesIO(out.encode()), zero_based=True, n_features=5)
+    minimum, maximum = X.min(axis=0), X.max(axis=0)
+    np.testing.assert_allclose(scaled.toarray(), (X - minimum) / (maximum - minimum), atol=1e-12)
+    assert (tmp_path / "range").read_text().splitlines()[2].split()[0] == "0"

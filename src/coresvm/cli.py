@@ -42,6 +42,9 @@ GSVM_RESOLUTION = 8
 DEFAULT_FOLDS = 10
 # A LIBSVM file is trained dense when at least this fraction of its entries is non-zero.
 AUTO_DENSE_FRACTION = 0.5
+# The fitted attribute that keeps the index base of the LIBSVM file a model was trained on (0 or 1;
+# model_io writes a LIBSVM model's indices with it): predict reads the test file with the same base.
+INDEX_BASE_ATTRIBUTE = "libsvm_index_base_"
 
 
 class UsageError(Exception):
@@ -193,29 +196,60 @@ def _labels(values: np.ndarray) -> np.ndarray:
 def read_data(path: str, matrix_type: str = "auto", labels: bool = True):
     """Read a data file: LIBSVM/svmlight text, CSV or ``.npy``, optionally ``.gz``/``.xz``/``.bz2``.
 
-    Parameters
-    ----------
-    path : str
-        LIBSVM/svmlight text (any name not ending in .csv/.npy; indices are
-        1-based, as LIBSVM writes them), CSV (first column the label, an optional
-        header line) or ``.npy`` (a 2-D array, first column the label).
-    matrix_type : {'auto', 'sparse', 'dense'}, default='auto'
-        'auto' keeps LIBSVM files sparse (CSR) unless at least half the entries
-        are non-zero; CSV and ``.npy`` data are dense.
-    labels : bool, default=True
-        Whether the first column of a CSV/``.npy`` file holds labels.
+    :func:`read_data_indexed` without the index base (LIBSVM indices read as scikit-learn's
+    ``load_svmlight_file`` reads them with ``zero_based='auto'``).
 
     Returns
     -------
     X : ndarray or CSR matrix of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,) or None
     """
+    X, y, _ = read_data_indexed(path, matrix_type, labels)
+    return X, y
+
+
+def read_data_indexed(path: str, matrix_type: str = "auto", labels: bool = True, index_base="auto",
+                      n_features: int | None = None):
+    """Read a data file and say which feature index its first column is (LIBSVM files).
+
+    Parameters
+    ----------
+    path : str
+        LIBSVM/svmlight text (any name not ending in .csv/.npy), CSV (first
+        column the label, an optional header line) or ``.npy`` (a 2-D array,
+        first column the label).
+    matrix_type : {'auto', 'sparse', 'dense'}, default='auto'
+        'auto' keeps LIBSVM files sparse (CSR) unless at least half the entries
+        are non-zero; CSV and ``.npy`` data are dense.
+    labels : bool, default=True
+        Whether the first column of a CSV/``.npy`` file holds labels.
+    index_base : {'auto', 0, 1}, default='auto'
+        LIBSVM/svmlight files only: the feature index of column 0.  'auto' is
+        scikit-learn's ``zero_based='auto'``: 0 when the file has an index 0
+        (``dump_svmlight_file`` writes zero-based indices by default), else 1
+        (LIBSVM's own files).  0 reads every index as its column (as LIBSVM's
+        ``svm-train`` reads indices: as given).  1 reads index ``i`` into column
+        ``i - 1``; an index 0 then is a feature column 0 does not hold, and is
+        read into a column of its own after the first ``n_features`` columns (a
+        model trained on one-based data never saw it: zero in every support
+        vector, as LIBSVM takes it).
+    n_features : int or None, default=None
+        With ``index_base=1``: the model's number of features (where index 0 goes).
+
+    Returns
+    -------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,) or None
+    base : {0, 1} or None
+        The index base used (None for CSV and ``.npy`` files).
+    """
     import scipy.sparse as sp
 
     kind, _ = _data_kind(path)
     raw = _read_bytes(path)
+    base = None
     if kind == "libsvm":
-        X, y = _read_svmlight(raw, path)
+        X, y, base = _read_svmlight(raw, path, index_base, n_features)
     elif kind == "csv":
         X, y = _read_csv(raw, path, labels)
     else:
@@ -228,23 +262,35 @@ def read_data(path: str, matrix_type: str = "auto", labels: bool = True):
         X = X.toarray() if sp.issparse(X) else X
     elif matrix_type == "sparse" and not sp.issparse(X):
         X = sp.csr_matrix(X)
-    return X, y
+    return X, y, base
 
 
-def _read_svmlight(raw: bytes, path: str):
+def _read_svmlight(raw: bytes, path: str, index_base="auto", n_features: int | None = None):
+    """(X, y, base) of LIBSVM/svmlight text; see :func:`read_data_indexed` for ``index_base``."""
+    import scipy.sparse as sp
     from sklearn.datasets import load_svmlight_file
 
     def parse(chunk: list[bytes]):
-        return load_svmlight_file(io.BytesIO(b"".join(chunk)), zero_based=False, dtype=np.float64)
+        return load_svmlight_file(io.BytesIO(b"".join(chunk)), zero_based=True, dtype=np.float64)
 
     try:
-        X, y = load_svmlight_file(io.BytesIO(raw), zero_based=False, dtype=np.float64)
+        # every index read as its column; the base is decided after (one parse)
+        X, y = load_svmlight_file(io.BytesIO(raw), zero_based=True, dtype=np.float64)
     except ValueError as error:
         line = _first_failing_line(raw.splitlines(keepends=True), parse)
         where = f"line {line}" if line else "a line"
         raise UsageError(f"{path}: unreadable {where} (LIBSVM/svmlight format 'label index:value ...'): "
                          f"{_one_line(error)}") from None
-    return X.tocsr(), _labels(y)
+    X = X.tocsr()
+    has_zero = bool(np.any(X.indices == 0))  # an index 0 written, even with the value 0
+    base = (0 if has_zero else 1) if index_base == "auto" else int(index_base)
+    if base == 1:
+        rest = X[:, 1:]
+        if has_zero:  # index 0 into a column after the model's features (zero in every SV)
+            width = max(rest.shape[1], n_features or 0)
+            rest = sp.hstack([_widen(rest, width), X[:, :1]], format="csr")
+        X = rest
+    return X, _labels(y), base
 
 
 def _read_csv(raw: bytes, path: str, labels: bool):
@@ -301,13 +347,16 @@ def _read_npy(raw: bytes, path: str, labels: bool):
     return np.ascontiguousarray(array, dtype=np.float64), None
 
 
-def write_data(path: str, X, y) -> None:
-    """Write data as LIBSVM text ('-' is stdout), CSV or ``.npy`` (by the file name)."""
+def write_data(path: str, X, y, zero_based: bool = False) -> None:
+    """Write data as LIBSVM text ('-' is stdout), CSV or ``.npy`` (by the file name).
+
+    LIBSVM text is one-based (column ``j`` is index ``j + 1``) unless ``zero_based``.
+    """
     import scipy.sparse as sp
     from sklearn.datasets import dump_svmlight_file
 
     if path == "-":
-        dump_svmlight_file(X, y, sys.stdout.buffer, zero_based=False)
+        dump_svmlight_file(X, y, sys.stdout.buffer, zero_based=zero_based)
         sys.stdout.buffer.flush()
         return
     kind, opener = _data_kind(path)
@@ -315,7 +364,7 @@ def write_data(path: str, X, y) -> None:
     dense = X.toarray() if sp.issparse(X) else np.asarray(X)
     with open_fn(path, "wb") as handle:
         if kind == "libsvm":
-            dump_svmlight_file(X, y, handle, zero_based=False)
+            dump_svmlight_file(X, y, handle, zero_based=zero_based)
         elif kind == "csv":
             for label, row in zip(y, dense, strict=True):
                 handle.write((",".join([_format_label(label)] + [repr(float(v)) for v in row]) + "\n").encode())
@@ -697,7 +746,7 @@ def _train(args: argparse.Namespace) -> int:
         settings.params["gamma"] = gamma
     path = _data_path(args)
     model_path = args.model or f"{Path(path).name}.model"
-    X, y = read_data(path, settings.matrix_type)
+    X, y, base = read_data_indexed(path, settings.matrix_type)
     if args.v_folds is not None or args.inner_folds is not None:
         # svm-train -v: cross-validate instead of training (no model file is written)
         folds = args.v_folds if args.v_folds is not None else args.inner_folds
@@ -708,6 +757,7 @@ def _train(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     _fit(model, X, y, "coresvm train", args.quiet)
     seconds = time.perf_counter() - start
+    _keep_index_base(model, base)
     model_io.save_model(model, model_path, format=args.format)
     if not args.quiet:
         status = "converged" if model.fit_status_ == 0 else "stopped early (see warning)"
@@ -716,6 +766,12 @@ def _train(args: argparse.Namespace) -> int:
               f"{status}")
         print(f"model written to {model_path} ({args.format} format)")
     return 0
+
+
+def _keep_index_base(model, base) -> None:
+    """Keep the training file's LIBSVM index base in the model (``libsvm_index_base_``; saved with it)."""
+    if base is not None:
+        setattr(model, INDEX_BASE_ATTRIBUTE, int(base))
 
 
 # =========================================================================== predict
@@ -732,8 +788,12 @@ def _predict(args: argparse.Namespace) -> int:
         if not Path(path).exists():
             raise UsageError(f"file not found: {path}")
     model = model_io.load_model(args.model)
-    X, y = read_data(args.data, args.matrix_type or "auto", labels=not args.no_labels)
     n = model.n_features_in_
+    # the test file is read with the training file's index base (kept in the model), so that a model
+    # trained on a zero-based file reads a zero-based test file column for column, whatever 'auto'
+    # would decide for the test file alone (one without an index 0 would look one-based)
+    X, y, _ = read_data_indexed(args.data, args.matrix_type or "auto", labels=not args.no_labels,
+                                index_base=getattr(model, INDEX_BASE_ATTRIBUTE, "auto"), n_features=n)
     if X.shape[1] < n:
         X = _widen(X, n)
     elif X.shape[1] > n:
@@ -977,7 +1037,7 @@ def _select(args: argparse.Namespace) -> int:
     folds = args.v_folds or args.inner_folds or DEFAULT_FOLDS
     grid = _grid(args, settings)
     _search_class(settings.search)  # a usage error before the data are read
-    X, y = read_data(path, settings.matrix_type)
+    X, y, base = read_data_indexed(path, settings.matrix_type)
     _check_folds(y, folds, "coresvm select")
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -1000,6 +1060,7 @@ def _select(args: argparse.Namespace) -> int:
     if args.model:
         model = _make_estimator(settings, y, **best)
         _fit(model, X, y, "coresvm select (final model)", args.quiet)
+        _keep_index_base(model, base)
         model_io.save_model(model, args.model, format=args.format)
         if not args.quiet:
             print(f"model trained on all data written to {args.model} ({args.format} format)")
@@ -1012,7 +1073,11 @@ def _scale(args: argparse.Namespace) -> int:
 
     if args.save and args.restore:
         raise UsageError("give either -s (save the scaling) or -r (restore it), not both")
-    X, y = read_data(args.data, "sparse" if args.matrix_type is None else args.matrix_type)
+    # indices as given (column i is index i), as svm-scale keeps them: the output and the scaling
+    # file use the input's own indices, zero- or one-based (a one-based file's empty column 0 is
+    # constant, so it is neither scaled nor written)
+    X, y, _ = read_data_indexed(args.data, "sparse" if args.matrix_type is None else args.matrix_type,
+                                index_base=0)
     n_features = X.shape[1]
     if args.restore:
         lower, upper, minimum, maximum = _read_scaling(args.restore)
@@ -1051,8 +1116,8 @@ def _scale(args: argparse.Namespace) -> int:
         with open(args.save, "w") as out:
             out.write(f"x\n{lower!r} {upper!r}\n")
             for index in np.flatnonzero(kept):
-                out.write(f"{index + 1} {float(minimum[index])!r} {float(maximum[index])!r}\n")
-    write_data(args.output or "-", X, y)
+                out.write(f"{index} {float(minimum[index])!r} {float(maximum[index])!r}\n")
+    write_data(args.output or "-", X, y, zero_based=True)
     return 0
 
 
@@ -1075,11 +1140,11 @@ def _read_scaling(path: str) -> tuple[float, float, np.ndarray, np.ndarray]:
             continue
         try:
             index, low, high = int(fields[0]), float(fields[1]), float(fields[2])
-            if len(fields) != 3 or index < 1:
+            if len(fields) != 3 or index < 0:
                 raise ValueError
         except (ValueError, IndexError):
             raise UsageError(f"{path}: unreadable line {number} (expected 'index min max')") from None
-        entries[index - 1] = (low, high)
+        entries[index] = (low, high)  # indices as given, as _scale reads the data
     size = max(entries, default=-1) + 1
     minimum, maximum = np.zeros(size), np.zeros(size)
     for index, (low, high) in entries.items():

@@ -545,6 +545,9 @@ def libsvm_model_text(model) -> str:
     ]
     svs = model.support_vectors_
     svs = svs.tocsr() if sp.issparse(svs) else np.asarray(svs)
+    # column j is feature index j + base: the index base of the LIBSVM file the model was trained on (the
+    # command line keeps it; 1 otherwise), so that the SVs carry the training file's own indices, as LIBSVM's do
+    base = int(getattr(model, "libsvm_index_base_", 1))
     for position, row in enumerate(sv_rows):
         if sp.issparse(svs):
             start, end = svs.indptr[row], svs.indptr[row + 1]
@@ -554,7 +557,7 @@ def libsvm_model_text(model) -> str:
         else:
             index = np.flatnonzero(svs[row])
             values = svs[row, index]
-        features = " ".join(f"{i + 1}:{_fmt(v)}" for i, v in zip(index, values, strict=True) if v != 0)
+        features = " ".join(f"{i + base}:{_fmt(v)}" for i, v in zip(index, values, strict=True) if v != 0)
         coefs = " ".join(_fmt(v) for v in sv_coef[:, position])
         lines.append(f"{coefs} {features}".rstrip() + " ")
     return "\n".join(lines) + "\n"
@@ -687,13 +690,17 @@ def _load_libsvm(path: Path):
             sv_coef[:, position] = [float(v) for v in fields[: n_classes - 1]]
             for item in fields[n_classes - 1:]:
                 key, _, value = item.partition(":")
-                indices.append(int(key) - 1)
+                indices.append(int(key))
                 data.append(float(value))
         except ValueError:
             raise ModelFormatError(f"{path}: unreadable support vector on line {number}") from None
         if len(fields) < n_classes - 1 or (indices and min(indices[indptr[-1]:], default=0) < 0):
             raise ModelFormatError(f"{path}: unreadable support vector on line {number}")
         indptr.append(len(indices))
+    # LIBSVM reads indices as given: an index 0 makes the model zero-based (column j is index j), as the
+    # command line's readers decide for data files; else column j is index j + 1
+    base = 0 if 0 in indices else 1
+    indices = [index - base for index in indices]
     n_features = max(max(indices, default=-1) + 1, 1)
     svs = sp.csr_matrix(
         (np.array(data, dtype=np.float64), np.array(indices, dtype=np.int32), np.array(indptr, dtype=np.int64)),
@@ -742,6 +749,7 @@ def _load_libsvm(path: Path):
     model.n_iter_ = np.zeros(n_pairs, dtype=np.int64)
     model.fit_status_ = 0
     model.solver_info_ = []
+    model.libsvm_index_base_ = base
     return model
 
 
