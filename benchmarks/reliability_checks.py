@@ -6,6 +6,7 @@ Run from the repository root (with ``PYTHONPATH=src``)::
     python benchmarks/reliability_checks.py scales      # std ratio per data set (FeatureScaleWarning at 1e4)
     python benchmarks/reliability_checks.py stopping    # bvm/sphere/mnsvm vs the exact QP on 30 points
     python benchmarks/reliability_checks.py hardmargin  # C = 1e8 on 80 points that are not separable
+    python benchmarks/reliability_checks.py kernelrange # cost of the kernel-range check against a default fit
 """
 
 from __future__ import annotations
@@ -99,5 +100,39 @@ def hardmargin() -> None:
               f"{info['relative_gap']:.2e} | {model.score(X, y):.3f} |")
 
 
+def kernelrange() -> None:
+    """Seconds of check_kernel_range (median of 7) against one default CoreSVC fit, which runs it once."""
+    import time
+
+    from sklearn.datasets import load_svmlight_file
+
+    from coresvm import CoreSVC
+    from coresvm._validation import check_kernel_range
+    from coresvm.datasets import datasets_dir
+    from coresvm.kernels import KernelSpec, resolve_gamma
+
+    warnings.simplefilter("ignore")  # ConvergenceWarnings of the default fits: only their time is used
+    root = datasets_dir()
+    CoreSVC(max_iter=10).fit(np.random.RandomState(0).randn(50, 3), np.arange(50) % 2)  # compile
+    print("| data | input | check (ms) | default fit (s) | share |\n|---|---|---|---|---|")
+    for name, n_features in (("ijcnn1", 22), ("a9a", 123)):
+        with lzma.open(root / f"{name}.xz", "rb") as handle:
+            X_csr, y = load_svmlight_file(handle, n_features=n_features)
+        for kind, X in (("CSR", X_csr), ("dense", X_csr.toarray())):
+            spec = KernelSpec("rbf", resolve_gamma("scale", X))
+            times = []
+            for _ in range(7):
+                start = time.perf_counter()
+                check_kernel_range(X, spec, "CoreSVC")
+                times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            CoreSVC(random_state=0).fit(X, y)
+            fit = time.perf_counter() - start
+            check = float(np.median(times))
+            print(f"| {name} {X.shape[0]} x {X.shape[1]} | {kind} | {1e3 * check:.2f} | {fit:.2f} | "
+                  f"{check / fit:.2%} |")
+
+
 if __name__ == "__main__":
-    {"scales": scales, "stopping": stopping, "hardmargin": hardmargin}[sys.argv[1] if len(sys.argv) > 1 else "scales"]()
+    modes = {"scales": scales, "stopping": stopping, "hardmargin": hardmargin, "kernelrange": kernelrange}
+    modes[sys.argv[1] if len(sys.argv) > 1 else "scales"]()

@@ -432,6 +432,9 @@ def test_scale_warning_is_quiet_on_the_benchmark_sets(name):
             X, _ = load_svmlight_file(handle)
     ratio = feature_scale_ratio(X)
     assert ratio < FEATURE_SCALE_WARN_RATIO / 10, ratio  # measured: a9a 90, w8a 32, zip 19, others < 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateKernelWarning)  # and the kernel-range check is silent too
+        check_kernel_range(X, KernelSpec("rbf", resolve_gamma("scale", X)), "CoreSVC")
 
 
 # ----------------------------------------------------------------------------------------- kernel range (issue 31)
