@@ -1,4 +1,4 @@
-"""AESVM (seed 003): segmentation, CheckPoint, DeriveAE/DeriveRS guarantees, and the AESVC estimator."""
+"""AESVM (Nandan et al. 2014): segmentation, CheckPoint, DeriveAE/DeriveRS guarantees, and the AESVC estimator."""
 
 
 import numpy as np

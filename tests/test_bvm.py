@@ -1,4 +1,4 @@
-"""BVM (seed 004 Alg. 2) without a Gram matrix: the step, the two ways of getting g, the SV limit."""
+"""BVM (Strack 2013 Alg. 2) without a Gram matrix: the step, the two ways of getting g, the SV limit."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""The joint (all-at-once) multiclass machine of seed 004 sec. 5.4."""
+"""The joint (all-at-once) multiclass machine of Strack 2013 sec. 5.4."""
 
 
 import numpy as np

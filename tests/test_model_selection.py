@@ -1,4 +1,4 @@
-"""PatternSearchCV and nested_cross_validate (seed 004, sec. 3: pattern search, nested CV)."""
+"""PatternSearchCV and nested_cross_validate (Strack 2013, sec. 3: pattern search, nested CV)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CoreOneClassSVM: the one-class L2-SVM / MEB of seed 002 sec. 3.2.1."""
+"""CoreOneClassSVM: the one-class L2-SVM / MEB of Tsang et al. 2005 sec. 3.2.1."""
 
 
 import numpy as np
@@ -42,14 +42,14 @@ def test_dual_matches_exact_qp(solver, kernel):
     weights = rng.uniform(0.5, 2.0, size=60)
     model = CoreOneClassSVM(C=0.5, kernel=kernel, gamma=0.5, coef0=1.0, degree=2, solver=solver, tol=1e-8,
                             random_state=0).fit(X, sample_weight=weights)
-    # seed 002 eq. 7: min a'(K + diag(1/C_i))a over the simplex, labels +1 and no bias
+    # Tsang et al. 2005 eq. 7: min a'(K + diag(1/C_i))a over the simplex, labels +1 and no bias
     problem = SimplexProblem(X, np.ones(60), 0.5 * weights, KernelSpec(kernel, 0.5, 1.0, 2), bias=False, lam=0.0)
     a_star, f_star, Q = exact_solution(problem)
     alpha = dense_dual(model, 60)
     assert alpha.sum() == pytest.approx(1.0) and np.all(alpha >= 0)
     assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-7)
     np.testing.assert_allclose(alpha, a_star, atol=1e-3)
-    # KKT (seed 002): every SV sits on the margin, w'phi(x_i) + a_i / C_i = rho = a'Qa
+    # KKT (Tsang et al. 2005): every SV sits on the margin, w'phi(x_i) + a_i / C_i = rho = a'Qa
     g = Q @ alpha
     assert model.rho_ == pytest.approx(alpha @ g, rel=1e-6)
     np.testing.assert_allclose(g[alpha > 1e-6], model.rho_, rtol=1e-5)
@@ -59,7 +59,7 @@ def test_dual_matches_exact_qp(solver, kernel):
 
 
 def test_rbf_model_is_the_minimum_enclosing_ball():
-    """With RBF the minimal-norm problem and the MEB (lam=1) have the same optimum (seed 002 eq. 5)."""
+    """With RBF the minimal-norm problem and the MEB (lam=1) have the same optimum (Tsang et al. 2005 eq. 5)."""
     rng = np.random.RandomState(2)
     X = rng.randn(50, 2)
     model = CoreOneClassSVM(C=3.0, gamma=0.7, tol=1e-8, random_state=0).fit(X)

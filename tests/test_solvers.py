@@ -85,7 +85,7 @@ def test_linear_rate_solvers_reach_exact_optimum(rule, second, lam):
 @pytest.mark.parametrize("rule,second", LINEAR_RATE)
 @pytest.mark.parametrize("stratified", [False, True])
 def test_random_search_certifies_its_sampled_gap(rule, second, stratified):
-    """Random search stops on the gap of a sample (seed 001 eq. 10): a lower bound of the
+    """Random search stops on the gap of a sample (Frandi et al. 2015 eq. 10): a lower bound of the
     true gap.  With a sample as large as the data it must still find the optimum."""
     problem = make_problem()
     _, f_star, Q = exact_solution(problem)
@@ -137,7 +137,7 @@ def test_mfw_drops_points_that_fw_keeps():
 
 
 def test_partan_needs_fewer_iterations_than_fw():
-    """Seed 001's claim (Tables 2-3); measured here: 4-8x fewer on such problems."""
+    """Frandi et al. 2015's claim (Tables 2-3); measured here: 4-8x fewer on such problems."""
     problem = make_problem(m=100, seed=4)
     for tol in (3e-2, 1e-2):
         fw = run_engine(problem, SolverOptions(step_rule="fw", tol=tol, max_iter=200000, seed=0))
@@ -200,7 +200,7 @@ def test_column_cache_counts_hits_and_stays_in_budget():
 @pytest.mark.parametrize("second", ["mdm", "imdm"])
 @pytest.mark.parametrize("lam", [0.0, 1.0])
 def test_core_set_solver_reaches_exact_optimum(n_candidates, max_add, second, lam):
-    """CVM-style growth (seed 002): the core-set optimum is the global optimum."""
+    """CVM-style growth (Tsang et al. 2005): the core-set optimum is the global optimum."""
     problem = make_problem(lam=lam)
     _, f_star, Q = exact_solution(problem)
     options = SolverOptions(core_set=True, n_candidates=n_candidates, max_add=max_add, second_vertex=second,
@@ -290,7 +290,7 @@ def test_compact_gram_in_place_equals_fancy_indexing():
 
 @pytest.mark.parametrize("eps", [1e-2, 1e-4])
 def test_cvm_radius_test_leaves_no_point_outside_the_enlarged_ball(eps):
-    """CVM's stop (seed 002): every point within (1 + eps) R of the core set's MEB centre."""
+    """CVM's stop (Tsang et al. 2005): every point within (1 + eps) R of the core set's MEB centre."""
     problem = make_problem(m=80, lam=1.0)
     problem = SimplexProblem(problem.X, problem.y, np.full(80, 10.0), problem.kernel, lam=1.0)
     options = SolverOptions(core_set=True, n_candidates=80, max_add=1, radius_test=True, eps=eps, seed=0)

@@ -68,7 +68,7 @@ def test_decision_function_is_the_explicit_formula(binary_data):
     K = rbf_kernel(X[:7], model.support_vectors_, gamma=0.2)
     explicit = K @ model.dual_coef_[0] + model.intercept_[0]
     np.testing.assert_allclose(model.decision_function(X[:7]), explicit, rtol=1e-10)
-    # bias b = sum_i a_i y_i (seed 000 eq. 9), in the same rho-scaled units as dual_coef_
+    # bias b = sum_i a_i y_i (Frandi et al. 2013 eq. 9), in the same rho-scaled units as dual_coef_
     assert model.intercept_[0] == pytest.approx(model.dual_coef_.sum())
     # margin support vectors sit at |f| <= 1 (y f(x_i) = 1 - xi_i / rho, xi_i = a_i / C)
     f_sv = model.decision_function(model.support_vectors_) * np.where(y[model.support_] == model.classes_[1], 1, -1)
