@@ -100,6 +100,7 @@ def test_gsvm_style_options(capsys, files, tmp_path):
     assert params["eta"] == 1.5 and params["bias"] is False and params["selection"] == "gmdm"
     assert params["gmdm_k"] == 0.3 and params["cache_size"] == 20
     assert params["sample_size"] == 100 and params["n_candidates"] == 100
+    assert params["draws"] == 100  # gsvm's -d is the draw number of the gsvm-family search too
     assert np.all(model.intercept_ == 0)
     assert model.support_vectors_.format == "csr"
 
@@ -458,3 +459,18 @@ def test_scale_keeps_zero_based_indices(capsys, zero_based, tmp_path):
     minimum, maximum = X.min(axis=0), X.max(axis=0)
     np.testing.assert_allclose(scaled.toarray(), (X - minimum) / (maximum - minimum), atol=1e-12)
     assert (tmp_path / "range").read_text().splitlines()[2].split()[0] == "0"
+
+
+def test_allatonce_with_a_gsvm_solver_says_what_solves_it(capsys, files):
+    """-u allatonce is solved by the core-set solvers; the gsvm family evaluates y_i y_j and cannot solve it:
+    the command says so (and what to use) instead of the estimator's bare parameter error."""
+    for solver in ("mnsvm", "sphere", "bvm", "swap"):
+        assert_usage_error(capsys, "train", "-u", "allatonce", "--solver", solver, files / "iris.txt",
+                           match="-u allatonce: the all-at-once machine (Strack 2013, sec. 5.4) is solved by "
+                                 "--solver coreset or cvm")
+
+
+def test_search_help_does_not_promise_a_future_pattern_search(capsys):
+    main(["select", "--help"])
+    out = capsys.readouterr().out
+    assert "when coresvm has" not in out and "pattern search (PatternSearchCV)" in " ".join(out.split())

@@ -431,7 +431,7 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
                        help="multiply C for one class (repeatable; LIBSVM: -wLABEL W), or 'balanced'")
     model.add_argument("-u", "--multiclass", choices=["pairwise", "allatonce", "onevsrest"],
                        help="multiclass: pairwise (one-vs-one, default), allatonce (gsvm's all-at-once machine, "
-                            "multiclass='joint') or onevsrest")
+                            "multiclass='joint'; --solver coreset or cvm) or onevsrest")
     model.add_argument("-s", dest="s_letter", metavar="X",
                        help="violator randomizer simple|fair (gsvm) or SVM type 0 = C-SVC (LIBSVM)")
 
@@ -488,7 +488,7 @@ def _add_cv_options(parser: argparse.ArgumentParser, select: bool) -> None:
     cv.add_argument("--log2c", metavar="BEGIN,END,STEP", help="grid.py style C grid: 2^BEGIN ... 2^END")
     cv.add_argument("--log2g", metavar="BEGIN,END,STEP", help="grid.py style gamma grid")
     cv.add_argument("--search", "--model-selection", dest="search", choices=["grid", "pattern"],
-                    help="grid search (default) or gsvm's pattern search (when coresvm has PatternSearchCV)")
+                    help="grid search (default) or gsvm's pattern search (PatternSearchCV)")
     cv.add_argument("-j", "--jobs", type=int, default=1, help="parallel fits (default 1; no progress bar if > 1)")
 
 
@@ -544,8 +544,8 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
     if args.kernel:
         p["kernel"] = args.kernel
     if args.d_letter is not None:
-        if gsvm:
-            p["sample_size"] = p["n_candidates"] = args.d_letter
+        if gsvm:  # gsvm's -d: the draws of the violator search, and the other solvers' candidate counts
+            p["sample_size"] = p["n_candidates"] = p["draws"] = args.d_letter
         else:
             p["degree"] = args.d_letter
     if args.degree is not None:
@@ -627,6 +627,14 @@ def _resolve(args: argparse.Namespace, command: str) -> Settings:
             and command in ("select", "cv") and not args.quiet:
         print(f"coresvm {command}: note: -r sets coef0 (LIBSVM), which the {p.get('kernel', 'rbf')} kernel ignores; "
               "for gsvm's grid resolution use --resolution or --gsvm", file=sys.stderr)
+    if p.get("multiclass") == "joint" and p.get("solver", "coreset") not in ("coreset", "cvm"):
+        raise UsageError(
+            f"-u allatonce: the all-at-once machine (Strack 2013, sec. 5.4) is solved by --solver coreset or cvm "
+            f"(the same problem and optimum); --solver {p['solver']} cannot solve it: the other solvers' compiled "
+            "loops (the gsvm family bvm, sphere, mnsvm and the Frank-Wolfe family) evaluate the extended kernel "
+            "with binary labels y_i y_j, not the "
+            f"all-at-once problem's label inner products. Use -u pairwise with --solver {p['solver']}"
+        )
     # Check the parameters now, before a long data load, with the estimator's own messages.
     try:
         CoreSVC(**p)._check_params()

@@ -526,7 +526,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             return
         if self.solver not in CORE_SET_SOLVERS:
             raise ValueError(
-                f"multiclass='joint' supports solver='coreset' or 'cvm' (the core-set solvers); got {self.solver!r}"
+                f"multiclass='joint' supports solver='coreset' or 'cvm' (the core-set solvers); got {self.solver!r}: "
+                "the other solvers' compiled kernel evaluation takes binary labels y_i y_j, not the joint problem's "
+                "label inner products (Strack 2013, sec. 5.4)"
             )
         if self.decision_function_shape != "ovr":
             raise ValueError(
