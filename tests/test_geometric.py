@@ -255,3 +255,59 @@ def test_gsvm_solvers_learn_and_reproduce(solver, sampling):
 def test_bad_gsvm_parameters_raise(bad):
     with pytest.raises(ValueError):
         CoreSVC(**bad).fit(np.random.randn(20, 2), np.arange(20) % 2)
+
+
+@pytest.mark.parametrize("rule", ["sphere", "mnsvm", "bvm"])
+@pytest.mark.parametrize("stopping", ["mn", "adjmn", "meb"])
+def test_relative_gap_is_the_real_gap_and_the_rule_has_its_own_value(rule, stopping):
+    """'relative_gap' of the gsvm family is the other solvers' measure, 1 - min_i (Qa)_i / a'Qa over every
+    point (not the last violator's excess over eps, nor the SVs' own gap); the stopping rule's quantity
+    max_i V(x~_i) is reported as 'stop_value'.  Few draws per search leave violators, so the two differ."""
+    problem = rbf_problem(m=300, seed=2)
+    Q = problem.dense_Q()
+    options = SolverOptions(ball_rule=rule, stopping=stopping, eps=1e-2, draws=59 if rule == "bvm" else 20,
+                            probe=59 if rule == "bvm" else 1, seed=0, second_vertex="imdm")
+    result = run_engine(problem, options)
+    alpha = dense_alpha(result, problem.n_points)
+    g, w2 = Q @ alpha, alpha @ Q @ alpha
+    tau = np.diag(Q)
+    assert result.rel_gap == pytest.approx((w2 - g.min()) / w2, rel=1e-9, abs=1e-13)
+    assert result.gap == pytest.approx(2 * (w2 - g.min()), rel=1e-9, abs=1e-13)
+    values = {"mn": (w2 - g) / w2, "adjmn": (w2 - g) / np.sqrt(w2 * tau),
+              "meb": np.sqrt((w2 - 2 * g + tau) / tau) - 1}[stopping]
+    record = result.as_record()
+    assert record["stop_value"] == pytest.approx(values.max(), rel=1e-9, abs=1e-13)
+    assert record["gap_points"] == problem.n_points and record["relative_gap"] == result.rel_gap
+    assert result.rel_gap >= (w2 - g[result.support].min()) / w2 - 1e-9  # the SVs are among the points
+
+
+@pytest.mark.parametrize("rule", ["sphere", "mnsvm", "bvm"])
+def test_relative_gap_of_a_cut_run_is_the_real_gap(rule):
+    """A run cut by max_iter: the last violator's excess over eps and the SVs' own gap both understate the
+    real relative gap, which is reported."""
+    problem = rbf_problem(m=300, seed=2)
+    Q = problem.dense_Q()
+    options = SolverOptions(ball_rule=rule, stopping="mn", eps=1e-3, probe=59 if rule == "bvm" else 1, seed=0,
+                            second_vertex="imdm", max_iter=40)
+    result = run_engine(problem, options)
+    alpha = dense_alpha(result, problem.n_points)
+    g, w2 = Q @ alpha, alpha @ Q @ alpha
+    assert result.status == "max_iter"
+    assert result.rel_gap == pytest.approx((w2 - g.min()) / w2, rel=1e-9)
+    assert result.rel_gap > 1.01 * (w2 - g[result.support].min()) / w2
+
+
+def test_solver_info_relative_gap_of_mnsvm_is_the_real_gap():
+    X = np.random.RandomState(3).randn(400, 4)
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    model = CoreSVC(solver="mnsvm", C=10, gamma=0.5, stopping="mn", eps=1e-2, draws=20, random_state=0).fit(X, y)
+    info = model.solver_info_[0]
+    problem = SimplexProblem(X, y.astype(float), np.full(400, 10.0), KernelSpec("rbf", gamma=0.5), lam=0.0)
+    Q = problem.dense_Q()
+    alpha = np.zeros(400)
+    alpha[model.support_] = np.abs(model.dual_coef_[0])
+    alpha /= alpha.sum()
+    g, w2 = Q @ alpha, alpha @ Q @ alpha
+    assert info["relative_gap"] == pytest.approx((w2 - g.min()) / w2, rel=1e-6)
+    assert info["stop_value"] == pytest.approx((w2 - g.min()) / w2, rel=1e-6)  # mn's V is the point's gap
+    assert info["relative_gap"] > info["eps"]  # 20 draws per search miss violators: the fit is rougher than eps

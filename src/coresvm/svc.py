@@ -375,7 +375,17 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Whether the last fit started from the previous solution.
     solver_info_ : list of dict
         Per binary problem: iterations, final gap and relative gap, status,
-        time, active-set size, cache hits and misses.
+        time, active-set size, cache hits and misses.  ``relative_gap`` is
+        ``1 - min_i (Q a)_i / a'Qa`` for every solver (with random search,
+        that of the points it last scored).  The gsvm family ('bvm',
+        'sphere', 'mnsvm') stops on its own rule instead, over random draws;
+        for it ``relative_gap`` is measured after the run on every point (or,
+        when #points x #SV exceeds 2^24 kernel values, on the SVs and a random
+        sample, ``gap_points`` of them), and the rule's own quantity
+        ``max_i V(x~_i)`` on the same points is ``stop_value``, to compare
+        with ``eps`` (Strack 2013, sec. 2.10: ``(||c||^2 - g_i) / ||c||^2``
+        for 'mn', ``(||c||^2 - g_i) / (||c|| ||x~_i||)`` for 'adjmn',
+        ``||c - x~_i|| / R - 1`` for 'meb').
     gamma_ : float
         The resolved kernel width.
     """

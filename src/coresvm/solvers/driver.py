@@ -19,6 +19,7 @@ from .geometric import (
     bvm_track_after,
     default_eps,
     multiscale_schedule,
+    run_gap_check,
     solve_ball,
     solve_ball_blocked,
     solve_bvm,
@@ -86,6 +87,8 @@ class SolverResult:
     cache_bytes: int = 0
     rounds: int = 0  # core-set solvers: outer rounds
     eps: float | None = None  # the (1 + eps) radius test's eps (CVM and the gsvm family)
+    stop_value: float | None = None  # gsvm family: max_i V(x~_i) of its stopping rule (geometric.stop_values)
+    gap_points: int = 0  # gsvm family: the points the gap and stop_value were measured on
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stage_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # BVM: (eps, iters, #SV, s) per stage
@@ -93,8 +96,12 @@ class SolverResult:
     kernel_rows: tuple = ()  # solvers/dense.py with keep_rows: (buffer, order, 1/C, rows written) for the next fit
 
     def as_record(self) -> dict:
-        return run_record(self.n_iter, self.gap, self.rel_gap, self.status, self.time, int(self.support.shape[0]),
-                          self.cache_hits, self.cache_misses, self.eps)
+        record = run_record(self.n_iter, self.gap, self.rel_gap, self.status, self.time,
+                            int(self.support.shape[0]), self.cache_hits, self.cache_misses, self.eps)
+        if self.stop_value is not None:  # the gsvm family's own stopping quantity, beside the gap
+            record["stop_value"] = self.stop_value
+            record["gap_points"] = self.gap_points
+        return record
 
 
 def run_record(n_iter: int, gap: float, rel_gap: float, status: str, time: float, n_active: int,
@@ -279,18 +286,19 @@ def _run_bvm(problem, options, rng, init_point: int, eps: float, stages: np.ndar
     start = time.perf_counter()
     m = problem.n_points
     track_after = bvm_track_after(m, options.probe) if options.track_after is None else options.track_after
-    support, alpha, g_support, n_iter, violation, status, stage_log = solve_bvm(
+    support, alpha, g_support, n_iter, _, status, stage_log = solve_bvm(
         problem, np.int64(STOPPING_RULES[options.stopping]), stages, np.int64(options.draws),
         np.int64(options.probe), float(options.eta), int(options.max_iter), float(options.max_time),
         rng.randint(0, 2**31 - 1), int(init_point), *_strata(problem.y, options.stratified),
         min(options.max_core_vectors, m), track_after, float(options.verbose),
     )
-    return _ball_result(problem, support, alpha, n_iter, violation, status, start, len(stages), eps,
+    return _ball_result(problem, options, rng, support, alpha, n_iter, status, start, len(stages), eps,
                         g_support=g_support, stage_log=stage_log)
 
 
-def _ball_result(problem, support, alpha, n_iter, violation, status, start, rounds, eps, g_support=None,
+def _ball_result(problem, options, rng, support, alpha, n_iter, status, start, rounds, eps, g_support=None,
                  **extra) -> SolverResult:
+    elapsed = time.perf_counter() - start
     keep = alpha > 0
     support, alpha = support[keep], alpha[keep]
     if g_support is None:
@@ -299,12 +307,13 @@ def _ball_result(problem, support, alpha, n_iter, violation, status, start, roun
     else:  # BVM tracked every point's g in float64 (no Gram): no #SV^2 kernel values at the end
         g_support = g_support[keep]
     w2 = float(alpha @ g_support)
-    # The last search found no violator (violation 0) when the run converged; the SVs' own gap
-    # 2 (||c||^2 - min g) is reported too, so that 'gap' is, as for the sampled engine, a lower
-    # bound of the duality gap and not 0 by construction (tests/test_properties.py).
-    gap = max(2.0 * violation * w2, 2.0 * (w2 - float(g_support.min())))
-    return _result(support, alpha, n_iter, gap, 2.0 * w2, status, w2, time.perf_counter() - start,
-                   rounds=rounds, eps=eps, **extra)
+    # The search stops on the rule's own quantity over random draws, not on the duality gap: the gap
+    # (the other solvers' measure) and that quantity are measured on every point (or a large sample)
+    # after the run, each under its own name (run_gap_check).
+    relative_gap, stop_value, n_checked = run_gap_check(problem, support, alpha, g_support, w2,
+                                                        STOPPING_RULES[options.stopping], rng)
+    return _result(support, alpha, n_iter, 2.0 * relative_gap * w2, 2.0 * w2, status, w2, elapsed,
+                   rounds=rounds, eps=eps, stop_value=stop_value, gap_points=n_checked, **extra)
 
 
 def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
@@ -324,17 +333,17 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     selection = np.int64(SECOND_VERTEX_RULES[options.second_vertex])
     stopping = np.int64(STOPPING_RULES[options.stopping])
     if features is not None:
-        support, alpha, n_iter, w2, violation, status = solve_ball_blocked(
+        support, alpha, n_iter, w2, _, status = solve_ball_blocked(
             problem, rule, selection, float(options.gmdm_k), stopping, stages, int(options.draws),
             int(options.probe), float(options.eta), int(options.max_iter), float(options.max_time), rng,
             int(init_point), strata_ptr, strata_order, gram, features, float(options.verbose),
         )
     else:
-        support, alpha, n_iter, w2, violation, status = solve_ball(
+        support, alpha, n_iter, w2, _, status = solve_ball(
             *problem.kernel_args(), problem.diag, rule, selection, float(options.gmdm_k), stopping, stages,
             np.int64(options.draws), np.int64(options.probe), float(options.eta), np.int64(options.max_iter),
             float(options.max_time), np.int64(rng.randint(0, 2**31 - 1)), np.int64(init_point), strata_ptr,
             strata_order, gram, np.zeros((1, 1)), np.empty((m, m)) if tracking else np.zeros((1, 1)),
             float(options.verbose),
         )
-    return _ball_result(problem, support, alpha, n_iter, violation, status, start, len(stages), eps)
+    return _ball_result(problem, options, rng, support, alpha, n_iter, status, start, len(stages), eps)

@@ -118,6 +118,62 @@ def violation_threshold(rule, w2, tau_i, eps):
     return 0.5 * (w2 + tau_i * (1.0 - (1.0 + eps) ** 2))
 
 
+# The final check of a run (run_gap_check): exact over every point while #points x #SV stays within this many
+# kernel values, else over the SVs and a uniform random sample of points of that size.
+GAP_CHECK_KERNEL_VALUES = 2**24
+GAP_CHECK_MIN_POINTS = 1000
+
+
+def stop_values(rule: int, w2: float, g: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """The stopping rule's own quantity ``V(x~_i)``: a point violates when it exceeds eps (Strack 2013, sec. 2.10).
+
+    * mn: ``(||c||^2 - g_i) / ||c||^2`` (the relative gap of the point);
+    * adjmn: ``(||c||^2 - g_i) / (||c|| ||x~_i||)``;
+    * meb: ``||c - x~_i|| / R^ - 1`` with ``R^2 = k~(x_i, x_i)``.
+
+    ``V > eps`` is the test of :func:`violation_threshold` (``g_i`` below the threshold), written as a
+    quantity to compare with eps.
+    """
+    if rule == STOP_MN:
+        return (w2 - g) / w2
+    if rule == STOP_ADJMN:
+        return (w2 - g) / np.sqrt(w2 * tau)
+    return np.sqrt(np.maximum(w2 - 2.0 * g + tau, 0.0) / tau) - 1.0
+
+
+def run_gap_check(problem, support: np.ndarray, alpha: np.ndarray, g_support: np.ndarray, w2: float, rule: int,
+                  rng: np.random.RandomState):
+    """The relative duality gap and the stopping rule's value at the end of a gsvm-family run.
+
+    The relative gap is the other solvers' measure, ``1 - min_i g_i / ||c||^2`` with ``g = Q a``
+    (the duality gap ``2 (||c||^2 - min_i g_i)`` over ``2 ||c||^2``, as the engine reports it);
+    the stop value is ``max_i V(x~_i)`` of :func:`stop_values`.  Both are taken over the SVs
+    (``g_support``, exact) and every other point when ``#points x #SV <= GAP_CHECK_KERNEL_VALUES``,
+    else a uniform random sample of the points of that size (at least ``GAP_CHECK_MIN_POINTS``;
+    then the gap is that of a sample, a lower bound, as for the randomized solvers).
+
+    Returns
+    -------
+    relative_gap, stop_value : float
+    n_checked : int
+        The number of points the two were measured on (``n_points`` when exact).
+    """
+    from .core_set import _label_weighted_sums
+
+    m = problem.n_points
+    n_sample = max(GAP_CHECK_MIN_POINTS, GAP_CHECK_KERNEL_VALUES // max(len(support), 1))
+    if m <= n_sample:
+        points = np.arange(m, dtype=np.int64)
+    else:
+        points = np.sort(rng.choice(m, size=n_sample, replace=False)).astype(np.int64)
+    others = np.setdiff1d(points, support, assume_unique=True)  # not SVs: no 1/C term, g from a kernel product
+    g = np.concatenate([g_support, _label_weighted_sums(problem, others, support, alpha)])
+    tau = np.concatenate([problem.diag_of(support), problem.diag_of(others)])
+    relative_gap = max((w2 - float(g.min())) / w2, 0.0)
+    stop_value = float(stop_values(rule, w2, g, tau).max())
+    return relative_gap, stop_value, len(support) + len(others)
+
+
 @njit(cache=True)
 def g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, alpha, n_sv, row):
     """``g = (Q a)`` of a point outside the SV set: its row of ``Q`` over the SVs (left in ``row``) times ``a``."""
