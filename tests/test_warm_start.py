@@ -8,6 +8,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 import coresvm.svc as svc_module
+from coresvm.cache import cache_budgets
 from coresvm.svc import CoreSVC
 
 
@@ -271,7 +272,7 @@ def test_warm_fit_at_the_same_kernel_takes_over_the_kept_kernel_rows(digits):
     holder = warm._kernel_rows
     (rows, signs, buffer, order, inv_c, written), = holder.entries.values()
     assert buffer.shape == (len(y), len(y)) and len(inv_c) <= written <= len(y)
-    assert holder.nbytes == buffer.nbytes <= warm.cache_size * 2**20
+    assert holder.nbytes == buffer.nbytes <= cache_budgets(warm.cache_size)[0]  # 'auto': 200 MB for kernel rows
     warm.set_params(C=30).fit(X.copy(), y)  # an equal copy: the search's folds are new arrays
     assert warm.warm_started_ and warm.solver_info_[0]["cache_misses"] < len(inv_c) // 4
     assert holder.entries == {}  # handed over once

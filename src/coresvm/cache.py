@@ -8,11 +8,41 @@ it without leaving Numba; :class:`ColumnCache` is the Python-side owner.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from numba import njit
 
 # counters[] layout
 CLOCK, HITS, MISSES = 0, 1, 2
+
+# cache_size='auto': the kernel caches keep this budget; a core set's Gram may take this share of the memory
+# available when the fit starts (its pages are touched only as the core set grows).
+AUTO_CACHE_BYTES = 200 * 2**20
+AUTO_CORE_SET_SHARE = 0.5
+
+
+def available_memory_bytes() -> int:
+    """Memory the system can give without swapping (Linux ``MemAvailable``; else free physical pages)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 4 * AUTO_CACHE_BYTES
+
+
+def cache_budgets(cache_size: float | str) -> tuple[int, int]:
+    """``(kernel cache bytes, core-set Gram bytes)`` for an estimator's ``cache_size`` (MB or 'auto')."""
+    if isinstance(cache_size, str):  # 'auto'
+        return AUTO_CACHE_BYTES, max(AUTO_CACHE_BYTES, int(AUTO_CORE_SET_SHARE * available_memory_bytes()))
+    budget = int(cache_size * 2**20)
+    return budget, budget
 
 
 class ColumnCache:

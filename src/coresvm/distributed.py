@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import clone
@@ -286,6 +287,9 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
         problem = SimplexProblem(union_X, signs, C_rows, spec, bias=bias_rule != "none", lam=0.0)
         max_time = estimator.max_time if estimator.max_time is not None else np.inf
         options = estimator._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), max_time)
+        # The cascade's own test (no violator left anywhere) needs the union solved exactly, not to the
+        # statistical rule's share of violators.
+        options = replace(options, core_set_stop="quiet")
         if not np.any(alpha > 0):
             alpha = np.full(len(rows), 1.0 / len(rows))
         start_points = np.flatnonzero(alpha > 0)

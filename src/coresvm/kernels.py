@@ -166,7 +166,7 @@ def product_block_rows(n_b: int) -> int:
 
 
 def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms_b=None,
-                   n_threads: int | None = None) -> np.ndarray:
+                   n_threads: int | None = None, precision: type = np.float64) -> np.ndarray:
     """``k(A, B) @ coef`` without materializing ``k(A, B)``.
 
     Rows of ``A`` are taken in cache-sized blocks, one BLAS call each, on
@@ -179,9 +179,15 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     set): a sparse ``B`` is made dense when that costs at most 64 MiB, which
     keeps sparse ``A`` sparse and makes the product one sparse x dense call.
     When ``A`` has fewer rows than a sparse ``B``, ``A`` is made dense instead.
+
+    ``precision=np.float32`` computes the blocks (GEMM, ``exp``, product) in float32, about twice as fast,
+    with relative errors near 1e-7 per kernel value; the output is float64 either way.  The core-set
+    solvers score candidates this way when their Gram matrix is float32 as well (``tol >= 1e-3``).
     """
     n_a, n_b = A.shape[0], B.shape[0]
     coef = np.asarray(coef, dtype=np.float64)
+    if precision == np.float32:
+        return _kernel_product_float32(A, B, spec, coef, norms_a, norms_b, n_threads)
     out = np.empty((n_a,) + coef.shape[1:])
     if n_a == 0:
         return out
@@ -209,6 +215,60 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
             block = inner_products(A[start:stop], B)
             block = apply_kernel_to_dots(block, spec, None if norms_a is None else norms_a[start:stop], norms_b)
             part = block @ coef
+        out[start:stop] = part
+
+    _run_row_blocks(n_a, rows, one_block, n_threads)
+    return out
+
+
+# exp(+-80) is finite and normal in float32 (overflow at 88.7, the smallest normal at exp(-87.3)).
+RBF_FACTOR_LIMIT_FLOAT32 = 80.0
+
+
+def _kernel_product_float32(A, B, spec: KernelSpec, coef: np.ndarray, norms_a, norms_b,
+                            n_threads: int | None) -> np.ndarray:
+    """:func:`kernel_product` in float32 (its ``precision=np.float32``)."""
+    n_a, n_b = A.shape[0], B.shape[0]
+    out = np.zeros((n_a,) + coef.shape[1:])
+    if n_a == 0 or n_b == 0:
+        return out
+    A, B = _product_operands(A, B)
+    A, B = A.astype(np.float32, copy=False), B.astype(np.float32, copy=False)
+    if spec.name == "rbf":
+        norms_a = squared_norms(A) if norms_a is None else norms_a
+        norms_b = squared_norms(B) if norms_b is None else norms_b
+        factor_b = -spec.gamma * np.asarray(norms_b)
+        # Without the factorization, exp(-g |b|^2) would underflow: the direct form below is used.
+        max_b = float(np.max(norms_b, initial=0.0))
+        factorizable = bool(spec.gamma * max_b < RBF_FACTOR_LIMIT_FLOAT32)
+        if factorizable:
+            B_scaled = B * np.float32(2.0 * spec.gamma)
+            coef_b = (np.exp(factor_b).reshape((-1,) + (1,) * (coef.ndim - 1)) * coef).astype(np.float32)
+    else:
+        factorizable = False
+    coef32 = coef.astype(np.float32)
+    rows = product_block_rows(n_b)
+
+    def one_block(start: int) -> None:
+        stop = min(start + rows, n_a)
+        # 2g <a, b> <= g (|a|^2 + |b|^2): below the limit, no exp of the block overflows float32.
+        if factorizable and spec.gamma * (np.max(norms_a[start:stop], initial=0.0) + max_b) < RBF_FACTOR_LIMIT_FLOAT32:
+            block = np.asarray(A[start:stop] @ B_scaled.T, dtype=np.float32)
+            np.exp(block, out=block)
+            part = block @ coef_b
+            part = part * np.exp(-spec.gamma * norms_a[start:stop]).reshape((-1,) + (1,) * (coef.ndim - 1))
+        else:
+            block = np.asarray(A[start:stop] @ B.T, dtype=np.float32)
+            if spec.name == "rbf":
+                block *= np.float32(-2.0)
+                block += np.asarray(norms_a[start:stop], dtype=np.float32)[:, None]
+                block += np.asarray(norms_b, dtype=np.float32)[None, :]
+                np.maximum(block, np.float32(0.0), out=block)
+                block *= np.float32(-spec.gamma)
+                np.exp(block, out=block)
+            else:
+                block = apply_kernel_to_dots(block, spec, None, None).astype(np.float32, copy=False)
+            part = block @ coef32
         out[start:stop] = part
 
     _run_row_blocks(n_a, rows, one_block, n_threads)

@@ -47,6 +47,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_method_params, _num_samples, indexable
 from threadpoolctl import ThreadpoolController
 
+from .cache import cache_budgets
+
 __all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
 
 # gsvm's default grid (Strack 2013, sec. 3.1 and Appendix A): C = 4^-2..4^5, gamma = 4^-5..4^2,
@@ -584,7 +586,8 @@ class _CandidateEvaluator:
         # transfer: (split, point key) -> (params, model); else (split, group key) -> (params of its last fit, model)
         self.warm_models: dict = {}
         self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
-        self.cache_bytes = int(getattr(base_estimator, "cache_size", 0) * 2**20)
+        cache_size = getattr(base_estimator, "cache_size", 0)  # MB, or 'auto' (coresvm's estimators)
+        self.cache_bytes = cache_budgets(cache_size)[0] if isinstance(cache_size, (str, int, float)) else 0
         # coresvm's fits one after the other in this process when they would run one at a time anyway: each starts
         # from the models and kernel rows of the jobs before it, in the same batch too (no joblib dispatch either).
         self.one_at_a_time = self.transfer and effective_n_jobs(getattr(parallel, "n_jobs", 1)) == 1

@@ -40,6 +40,7 @@ from ._validation import (
     prepare_predict_matrix,
     unfitted_on_failure,
 )
+from .cache import cache_budgets
 from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
 from .data import is_memory_mapped, map_row_blocks, read_rows, validate_mapped_input, zarr_as_memmap
 from .joint import fit_joint
@@ -86,6 +87,8 @@ from .solvers.geometric import STOPPING_RULES
 FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
 # core-set solvers: (candidates scored per round, violators added per round)
 CORE_SET_SOLVERS = {"cvm": (59, 1), "coreset": (10_000, 300)}
+# solver='coreset' adds up to max(batch_size, CORE_SET_GROWTH x |active|) violators per round (see solve_core_set).
+CORE_SET_GROWTH = 1.0
 BALL_SOLVERS = ("bvm", "sphere", "mnsvm")  # solvers/geometric.py
 MEB_SOLVERS = ("cvm", "bvm", "sphere")  # need a constant k~(x, x)
 BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws, up to 10 times
@@ -197,13 +200,16 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Wall-clock budget in seconds for the whole fit (one-vs-one pairs share
         it).  When reached, the model so far is kept and a
         ``ConvergenceWarning`` is issued.
-    cache_size : float, default=200
+    cache_size : float or 'auto', default='auto'
         Memory budget in MB for kernel values: the LRU kernel-column cache of
         the full-search solvers, or the core set's Gram matrix for 'coreset'
         and 'cvm' (float32 when ``tol >= 1e-3``: 200 MB hold a core set of 7240
         points; when it is full the fit stops with a ``ConvergenceWarning``), or
         the SVs' Gram matrix of 'sphere' and 'mnsvm'.  'bvm' keeps no Gram
-        matrix (its SV set is limited to LibCVM's 50000 core vectors).
+        matrix (its SV set is limited to LibCVM's 50000 core vectors).  'auto':
+        the core set's Gram may take up to half the memory available when the
+        fit starts (its pages are touched only as the core set grows: a core
+        set of ``n`` points holds ``4 n^2`` bytes), every other cache 200 MB.
     class_weight : dict, 'balanced' or None, default=None
         Multiplies C per class.
     bias : {'theoretic', 'kkt', 'none'} or bool, default='theoretic'
@@ -403,7 +409,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         tol: float = 1e-2,
         max_iter: int | None = None,
         max_time: float | None = None,
-        cache_size: float = 200,
+        cache_size: float | str = "auto",
         class_weight=None,
         bias: str | bool = "theoretic",
         eta: float = 1.0,
@@ -483,7 +489,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ):
             raise ValueError(f"max_iter must be None or an integer >= 1; got {self.max_iter!r}")
         check_positive("max_time", self.max_time, allow_none=True, allow_inf=True)
-        check_positive("cache_size", self.cache_size)
+        if not (isinstance(self.cache_size, str) and self.cache_size == "auto"):
+            check_positive("cache_size", self.cache_size)
         if not isinstance(self.eta, (int, float, np.floating)) or not (1.0 <= self.eta < 2.0):
             raise ValueError(f"eta (over-relaxation) must be in [1, 2); got {self.eta!r}")
         for name in ("n_candidates", "batch_size"):
@@ -561,6 +568,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             core_set=core_set,
             n_candidates=int(self.n_candidates or candidates),
             max_add=int(self.batch_size or batch),
+            growth=CORE_SET_GROWTH if self.solver == "coreset" else 0.0,
+            core_set_stop="sample" if self.solver == "coreset" else "quiet",
             radius_test=self.solver == "cvm",
             step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
             second_vertex=self._second_vertex_rule,
@@ -572,7 +581,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             max_time=float(time_share),
             eta=float(self.eta),
             seed=seed,
-            cache_bytes=int(self.cache_size * 2**20),
+            cache_bytes=cache_budgets(self.cache_size)[0],
+            core_set_bytes=cache_budgets(self.cache_size)[1],
             n_init=int(self.n_init),
             verbose=verbose,
             ball_rule=self.solver if ball else "",
@@ -680,7 +690,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         # A fit that reads kept inner products is one of a sequence (a search): it completes each sub-problem's
         # to all of them once, when they all fit the memory budget, so the fits after it compute none.
         self._complete_dots = bool(self._dots_in) and self._dots_out is not None and (
-            sum(len(problem.rows) ** 2 for problem in problems) * 8 <= self.cache_size * 2**20)
+            sum(len(problem.rows) ** 2 for problem in problems) * 8 <= cache_budgets(self.cache_size)[0])
         self._rows_out = {} if self.warm_start else None
         self._kernel_rows = None  # taken over by this fit (or stale)
         try:
@@ -690,7 +700,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             del (self._dots_in, self._dots_out, self._rows_in, self._rows_out, self._complete_dots, self._search_rows,
                  self._blend_start)
             self.__dict__.pop("_search_dots", None)  # lent for this fit only (the search lends it to each fit)
-        budget = self.cache_size * 2**20
+        budget = cache_budgets(self.cache_size)[0]
         kept_bytes = sum(dots.nbytes for _, _, dots in dots_out.values()) if dots_out else 0
         # Kept within the fit's memory budget (cache_size), for the next warm fit only.
         self._dot_rows = _DotRows(X, dots_out) if dots_out and kept_bytes <= budget else None
@@ -916,11 +926,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         if status == "core_set_full":
             # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
             solver_tol = (1.0 + eps) ** 2 - 1.0 if self.solver == "cvm" and eps is not None else self.tol
-            capacity = core_set_capacity(int(self.cache_size * 2**20), float(solver_tol))
+            budget = cache_budgets(self.cache_size)[1]
+            capacity = core_set_capacity(budget, float(solver_tol))
             warnings.warn(
-                f"{what}: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
-                f"{capacity} points) before convergence (relative gap {relative_gap:.2e}); the model so "
-                "far is kept. Increase cache_size.",
+                f"{what}: the core set filled its memory budget (cache_size={self.cache_size!r}: "
+                f"{budget / 2**20:.4g} MB holds {capacity} points) before convergence (relative gap "
+                f"{relative_gap:.2e}); the model so far is kept. Increase cache_size.",
                 ConvergenceWarning,
                 stacklevel=stacklevel,
             )
@@ -1026,7 +1037,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     def _search_inner_products(self, X) -> _SharedInnerProducts | None:
         """The inner products a hyper-parameter search on ``X`` lends its warm fits (model_selection), if any."""
-        return _SharedInnerProducts.for_search(X, int(self.cache_size * 2**20))
+        return _SharedInnerProducts.for_search(X, cache_budgets(self.cache_size)[0])
 
     def _shared_dot_positions(self, X) -> np.ndarray | None:
         """The rows of the search's shared inner products (:class:`_SharedInnerProducts`) that hold ``X``'s rows,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from scipy.stats import beta as beta_distribution
 
 from ..kernels import kernel_block, kernel_product
 from .engine import (
@@ -229,9 +230,44 @@ class CoreSetState:
             np.zeros((capacity, capacity), dtype=gram_dtype(tol)),
         )
 
+    limit: int = 0  # growable core sets (solve_core_set): the most points the budget allows; 0: fixed capacity
+
+    @classmethod
+    def growable(cls, budget_bytes: int, tol: float, max_points: int, initial: int = 1024) -> CoreSetState:
+        """A core set that allocates its Gram matrix as it grows (doubling), up to what ``budget_bytes`` allow.
+
+        The address space stays proportional to the points held: a generous budget (``cache_size='auto'``)
+        reserves nothing up front.
+        """
+        limit = max(1, min(core_set_capacity(budget_bytes, tol), int(max_points)))
+        core = cls.within_budget(min(limit, initial) * min(limit, initial) * np.dtype(gram_dtype(tol)).itemsize,
+                                 tol, max_points=min(limit, initial))
+        core.limit = limit
+        return core
+
     @property
     def capacity(self) -> int:
         return self.points.shape[0]
+
+    @property
+    def max_capacity(self) -> int:
+        return max(self.limit, self.capacity)
+
+    def reserve(self, extra: int) -> None:
+        """Room for ``extra`` more points, growing the arrays (at least doubling) while the limit allows."""
+        needed = self.size + extra
+        if needed <= self.capacity or self.capacity >= self.limit:
+            return
+        new_capacity = min(self.limit, max(2 * self.capacity, needed))
+        n = self.size
+        gram = np.zeros((new_capacity, new_capacity), dtype=self.gram.dtype)
+        gram[:n, :n] = self.gram[:n, :n]
+        self.gram = gram
+        for name in ("points", "alpha", "G", "diag"):
+            values = getattr(self, name)
+            grown = np.zeros(new_capacity, dtype=values.dtype)
+            grown[:n] = values[:n]
+            setattr(self, name, grown)
 
     def compact(self) -> None:
         """Drop points with zero weight (they re-enter if they violate again)."""
@@ -293,10 +329,11 @@ def _score_candidates(problem, candidates, core: CoreSetState) -> np.ndarray:
     """``G_c = (Q a)_c`` for points outside the core set (no 1/C term: c is not in it)."""
     n = core.size
     positive = core.alpha[:n] > 0
-    return _label_weighted_sums(problem, candidates, core.points[:n][positive], core.alpha[:n][positive])
+    return _label_weighted_sums(problem, candidates, core.points[:n][positive], core.alpha[:n][positive],
+                                precision=core.gram.dtype.type)
 
 
-def _label_weighted_sums(problem, targets, support, alpha) -> np.ndarray:
+def _label_weighted_sums(problem, targets, support, alpha, precision: type = np.float64) -> np.ndarray:
     """``sum_j Q_tj a_j`` over ``support`` for every target ``t``, without the ``1/C`` diagonal.
 
     Binary: ``y_t (sum_j a_j y_j k_tj + bias sum_j a_j y_j)``, one kernel product.
@@ -305,26 +342,64 @@ def _label_weighted_sums(problem, targets, support, alpha) -> np.ndarray:
     ``Q_tj = L[c_t, c_j] (k_tj + bias)`` gives ``g_t = sum_c L[c_t, c] S[t, c]``;
     for the simplex labels that is ``K/(K-1) S[t, c_t] - 1/(K-1) sum_c S[t, c]``.
     The kernel block is computed once either way; only the GEMV becomes a
-    GEMM with K columns.
+    GEMM with K columns.  ``precision``: see :func:`~coresvm.kernels.kernel_product`.
     """
     if problem.is_joint:
         per_class = np.zeros((len(support), problem.label_gram.shape[0]))
         per_class[np.arange(len(support)), problem.class_index[support]] = alpha
         S = kernel_product(problem.X[targets], problem.X[support], problem.kernel, per_class,
-                           problem.norms_of(targets), problem.norms_of(support))
+                           problem.norms_of(targets), problem.norms_of(support), precision=precision)
         S += problem.bias_term * per_class.sum(axis=0)
         return np.einsum("tc,tc->t", S, problem.label_gram[problem.class_index[targets]])
     signed = alpha * problem.signs_of(support)
     sums = kernel_product(problem.X[targets], problem.X[support], problem.kernel, signed,
-                          problem.norms_of(targets), problem.norms_of(support))
+                          problem.norms_of(targets), problem.norms_of(support), precision=precision)
     return problem.signs_of(targets) * (sums + problem.bias_term * signed.sum())
 
 
+# The statistical stopping rule ('sample'): stop when, with this confidence, fewer than the fraction
+# ``violator_fraction`` of the training points violate the margin by more than ``tol``.
+STOP_CONFIDENCE = 0.95
+
+
+def violator_upper_bound(n_violators: int, n_drawn: int, confidence: float = STOP_CONFIDENCE) -> float:
+    """One-sided Clopper-Pearson upper bound on a fraction seen as ``n_violators`` of ``n_drawn`` uniform draws.
+
+    Exact for draws with replacement; conservative for draws without (the hypergeometric law is more
+    concentrated than the binomial).
+    """
+    if n_drawn <= 0:
+        return 1.0
+    if n_violators >= n_drawn:
+        return 1.0
+    return float(beta_distribution.ppf(confidence, n_violators + 1, n_drawn - n_violators))
+
+
+def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
+    """The fewest uniform draws without a violator that bound the violator fraction below ``fraction``
+    (``ln(1 - confidence) / ln(1 - fraction)``: 2,995 for 1e-3 at 95%, the "rule of three")."""
+    return int(np.ceil(np.log1p(-confidence) / np.log1p(-min(fraction, 1.0 - 1e-12))))
+
+
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
-    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds)."""
+    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds).
+
+    Growth: each round adds the worst violators of its candidate sample, at most
+    ``max(max_add, growth * |active|)`` (``growth = 0``: CVM's fixed batch; ``growth = 1`` doubles the core set
+    while violators abound, so a few rounds reach thousands of support vectors).
+
+    Stopping (``options.core_set_stop``): 'quiet' (CVM; Tsang et al. 2005, sec. 4): two consecutive candidate
+    samples without a violator.  'sample': once the core set is solved to the final inner tolerance, a fresh
+    uniform sample of the training points (at least twice :func:`draws_to_pass`, all of them on small
+    problems, where the fraction is then exact) is scored, and the fit stops when the Clopper-Pearson bound
+    (:func:`violator_upper_bound`) says that, with 95% confidence, fewer than ``violator_fraction`` of the
+    points violate the margin by more than ``tol``.  Core-set points never count: the inner solve leaves none of
+    them violating by more than ``tol``.  Either rule is exact when a round scores every point.
+    """
     m = problem.n_points
     lam = float(problem.lam)
-    core = CoreSetState.within_budget(options.cache_bytes, options.tol, max_points=m)
+    budget = options.cache_bytes if options.core_set_bytes is None else options.core_set_bytes
+    core = CoreSetState.growable(budget, options.tol, max_points=m, initial=max(1024, len(init_idx)))
     init_idx, init_alpha = init_idx[: core.capacity], init_alpha[: core.capacity] / init_alpha[: core.capacity].sum()
     _add_points(problem, core, init_idx, init_alpha, np.zeros(len(init_idx)))
     n = core.size
@@ -332,6 +407,9 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     in_core = np.zeros(m, dtype=bool)
     in_core[init_idx] = True
     second_rule = SECOND_VERTEX_CODES[options.second_vertex]
+    sample_rule = options.core_set_stop == "sample"
+    final_inner_tol = options.tol if sample_rule else 0.5 * options.tol
+    test_draws = min(m, max(options.n_candidates, 2 * draws_to_pass(options.violator_fraction)))
     start = time.perf_counter()
     last_report = -np.inf
     total_steps, rounds, quiet_rounds, n_new = 0, 0, 0, len(init_idx)
@@ -347,7 +425,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # core set only to a fraction of the outer gap (and a step budget per added
         # point); once a sample is quiet, to the final inner tolerance.
         budget = options.max_iter - total_steps
-        inner_tol = 0.5 * options.tol
+        inner_tol = final_inner_tol
         if not finishing and rounds > 0:
             budget = min(budget, max(1000, options.inner_steps_per_point * n_new))
             inner_tol = max(inner_tol, options.inner_gap_ratio * outer_rel_gap)
@@ -371,9 +449,16 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         D = float(alpha @ diag)
         mean_score = n2 - 0.5 * lam * D
         scale = max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
+        solved = inner_gap <= final_inner_tol
 
-        candidates, sweep_pos = _next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
-        candidates = candidates[~in_core[candidates]]
+        testing = sample_rule and finishing and solved and not whole_sample
+        if testing:  # an independent uniform sample of all points: the statistical test's draws
+            drawn = draw_distinct(rng, m, test_draws)
+            candidates = drawn[~in_core[drawn]]
+        else:
+            candidates, sweep_pos = _next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
+            drawn = candidates
+            candidates = candidates[~in_core[candidates]]
         cand_diag = problem.diag_of(candidates)
         cand_scores = _score_candidates(problem, candidates, core) - 0.5 * lam * cand_diag
         core_best = float(np.min(G - 0.5 * lam * diag))
@@ -382,25 +467,38 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         outer_rel_gap = gap / scale
         threshold = mean_score - 0.5 * options.tol * scale
         violating = np.flatnonzero(cand_scores < threshold)
+        if testing and len(drawn) == m:  # every point was scored: the fraction is known exactly
+            few_violators = len(violating) <= options.violator_fraction * m
+        elif testing:
+            few_violators = violator_upper_bound(len(violating), len(drawn)) <= options.violator_fraction
+        else:  # a growth sample only decides when to solve strictly and test
+            few_violators = len(violating) <= options.violator_fraction * len(drawn)
 
         elapsed = time.perf_counter() - start
         if options.verbose > 0 and elapsed - last_report >= options.verbose:
             print_progress(total_steps, gap, gap / scale, int(np.sum(alpha > 0)), elapsed)
             last_report = elapsed
-        # Stop after two consecutive quiet samples, each scored against a core set
-        # solved to the final inner tolerance (an inexact solve proves nothing).  When
-        # the sample is every point outside the core set (m <= n_candidates, uniform
-        # sweep), one quiet round is the full optimality check: a second would score
-        # the same points against the same solution.
-        if len(violating) == 0:
-            finishing = True
-            if inner_gap <= 0.5 * options.tol:
-                quiet_rounds += 1
-                if quiet_rounds >= (1 if whole_sample else 2):
-                    status = STATUS_CONVERGED
-                    break
+        if whole_sample or not sample_rule:
+            # Stop after two consecutive quiet samples, each scored against a core set
+            # solved to the final inner tolerance (an inexact solve proves nothing).  When
+            # the sample is every point outside the core set (m <= n_candidates, uniform
+            # sweep), one quiet round is the full optimality check: a second would score
+            # the same points against the same solution.
+            if len(violating) == 0:
+                finishing = True
+                if solved:
+                    quiet_rounds += 1
+                    if quiet_rounds >= (1 if whole_sample else 2):
+                        status = STATUS_CONVERGED
+                        break
+            else:
+                finishing, quiet_rounds = False, 0
+        elif testing and few_violators:
+            status = STATUS_CONVERGED
+            break
         else:
-            finishing, quiet_rounds = False, 0
+            # Few violators in a growth sample: solve strictly and test on a fresh uniform sample next.
+            finishing = few_violators or (finishing and len(violating) <= options.max_add)
         if core_set_full:
             status = STATUS_CORE_SET_FULL
             break
@@ -417,9 +515,10 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             status = STATUS_MAX_TIME
             break
         if len(violating):
-            worst = violating[np.argsort(cand_scores[violating])[: options.max_add]]
+            n_add = max(options.max_add, int(options.growth * np.sum(alpha > 0)))
+            worst = violating[np.argsort(cand_scores[violating])[:n_add]]
             new_G = cand_scores[worst] + 0.5 * lam * cand_diag[worst]
-            n_new = _grow(problem, core, in_core, candidates[worst], new_G, options.max_add)
+            n_new = _grow(problem, core, in_core, candidates[worst], new_G, n_add)
             if n_new == 0:
                 # No room left in the budget: one last strict solve of the core set, then stop.
                 core_set_full, finishing = True, True
@@ -445,9 +544,10 @@ def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int)
     its active part, or when the byte budget would otherwise be exceeded.
     """
     n_active = int(np.sum(core.alpha[: core.size] > 0))
-    if core.size + len(new_points) > min(core.capacity, 1.25 * max(1, n_active) + max_add + 256):
+    if core.size + len(new_points) > min(core.max_capacity, 1.25 * max(1, n_active) + max_add + 256):
         in_core[core.points[: core.size][core.alpha[: core.size] <= 0]] = False
         core.compact()
+    core.reserve(len(new_points))
     room = core.capacity - core.size
     new_points, new_G = new_points[:room], new_G[:room]
     in_core[new_points] = True

@@ -45,12 +45,16 @@ class SolverOptions:
     eta: float = 1.0
     seed: int = 0
     cache_bytes: int = 200 * 2**20
+    core_set_bytes: int | None = None  # the core set's Gram budget (None: cache_bytes)
     n_init: int = 20
     verbose: float = 0.0
     trace_length: int = 0
     core_set: bool = False  # CVM-style outer loop (solvers/core_set.py)
     n_candidates: int = 59
     max_add: int = 1
+    growth: float = 0.0  # core-set solvers: a round adds up to max(max_add, growth * |active|) violators
+    core_set_stop: str = "quiet"  # 'quiet' (CVM: two clean samples) or 'sample' (the statistical rule)
+    violator_fraction: float = 1e-3  # 'sample': the fraction of points allowed to violate by more than tol
     radius_test: bool = False  # CVM: stop by the (1 + eps)-ball test (needs lam = 1), not by tol
     inner_steps_per_point: int = 1000
     inner_gap_ratio: float = 0.1

@@ -1,0 +1,130 @@
+"""The default core-set solver's parts: growth, the statistical stopping rule, float32 scoring, cache_size='auto'."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import coresvm.svc as svc_module
+from coresvm import CoreSVC
+from coresvm.kernels import KernelSpec, kernel_product
+from coresvm.problem import SimplexProblem
+from coresvm.solvers.core_set import draws_to_pass, violator_upper_bound
+from coresvm.solvers.driver import SolverOptions, run_engine
+
+
+def noisy_xor(m: int, seed: int):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(m, 2)
+    y = np.where(X[:, 0] * X[:, 1] + 0.4 * rng.randn(m) > 0, 1.0, -1.0)
+    return X, y
+
+
+def violator_fraction(problem: SimplexProblem, support, alpha, tol: float) -> float:
+    """The exact share of all points that violate the margin by more than ``tol`` (the rule's own measure)."""
+    a = np.zeros(problem.n_points)
+    a[support] = alpha
+    Q = problem.dense_Q()
+    G = Q @ a
+    diag = np.diag(Q)
+    lam = problem.lam
+    n2, D = a @ G, a @ diag
+    scale = 2.0 * n2 if lam == 0.0 else D - n2
+    threshold = n2 - 0.5 * lam * D - 0.5 * tol * scale
+    return float(np.mean(G - 0.5 * lam * diag < threshold))
+
+
+def test_violator_upper_bound_is_the_clopper_pearson_bound():
+    assert draws_to_pass(1e-3) == 2995  # ln(0.05) / ln(1 - 1e-3): the rule of three
+    assert violator_upper_bound(0, 2995) == pytest.approx(1e-3, rel=1e-3)
+    bounds = [violator_upper_bound(k, 10_000) for k in range(6)]
+    assert all(a < b for a, b in zip(bounds, bounds[1:], strict=False))
+    assert violator_upper_bound(4, 10_000) < 1e-3 < violator_upper_bound(5, 10_000)
+    assert violator_upper_bound(7, 7) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_statistical_stop_leaves_fewer_violators_than_it_promises(seed):
+    """With 95% confidence fewer than ``violator_fraction`` of all points violate by more than ``tol``: on a
+    problem whose every point's gradient is computed exactly afterwards, the promise holds (4 seeds)."""
+    X, y = noisy_xor(3000, seed)
+    problem = SimplexProblem(X, y, np.full(3000, 100.0), KernelSpec("rbf", gamma=2.0), bias=True, lam=1.0)
+    tol, promised = 1e-3, 0.01
+    options = SolverOptions(core_set=True, n_candidates=400, max_add=20, growth=1.0, core_set_stop="sample",
+                            violator_fraction=promised, tol=tol, second_vertex="imdm", seed=seed)
+    result = run_engine(problem, options)
+    assert result.status == "converged"
+    assert violator_fraction(problem, result.support, result.alpha, tol) <= promised
+    # ... and the rule is not idle: the solution of the first core set alone leaves many more violators.
+    first = run_engine(problem, SolverOptions(core_set=True, n_candidates=400, max_add=20, tol=tol, max_iter=50,
+                                              seed=seed))
+    assert violator_fraction(problem, first.support, first.alpha, tol) > 5 * promised
+
+
+def test_growth_reaches_many_support_vectors_in_few_rounds():
+    X, y = noisy_xor(3000, 0)
+    problem = SimplexProblem(X, y, np.full(3000, 100.0), KernelSpec("rbf", gamma=2.0), bias=True, lam=1.0)
+    common = dict(core_set=True, n_candidates=1000, max_add=5, core_set_stop="sample", violator_fraction=0.01,
+                  tol=1e-3, second_vertex="imdm", seed=0)
+    fixed = run_engine(problem, SolverOptions(**common))
+    doubling = run_engine(problem, SolverOptions(growth=1.0, **common))
+    assert fixed.status == doubling.status == "converged"
+    assert len(doubling.support) > 100
+    assert doubling.rounds < 0.7 * fixed.rounds
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_kernel_product_matches_float64(sparse):
+    import scipy.sparse as sp
+
+    rng = np.random.RandomState(0)
+    A, B = rng.rand(700, 9), rng.rand(300, 9)
+    if sparse:
+        A[A < 0.5] = 0.0
+        A = sp.csr_matrix(A)
+    coef = rng.randn(300)
+    for spec in (KernelSpec("rbf", gamma=0.7), KernelSpec("rbf", gamma=20.0), KernelSpec("poly", gamma=0.5,
+                                                                                         coef0=1.0, degree=2)):
+        exact = kernel_product(A, B, spec, coef)
+        fast = kernel_product(A, B, spec, coef, precision=np.float32)
+        assert fast.dtype == np.float64
+        np.testing.assert_allclose(fast, exact, rtol=1e-4, atol=1e-5 * np.abs(coef).sum())
+
+
+def test_float32_kernel_product_takes_the_direct_form_far_from_the_origin():
+    # g |b|^2 = 0.5 * 400 > 80: exp(-g |b|^2) underflows float32, so the factorized form must not be used.
+    rng = np.random.RandomState(1)
+    A, B = 20.0 + rng.rand(50, 2), 20.0 + rng.rand(40, 2)
+    coef = rng.rand(40)
+    spec = KernelSpec("rbf", gamma=0.5)
+    np.testing.assert_allclose(kernel_product(A, B, spec, coef, precision=np.float32),
+                               kernel_product(A, B, spec, coef), rtol=1e-4)
+
+
+def test_auto_cache_size_converges_where_a_fixed_budget_fills(monkeypatch):
+    monkeypatch.setattr(svc_module, "SMALL_PROBLEM_FAST_PATH", False)  # the core-set loop, not the dense path
+    X, y = noisy_xor(2000, 3)
+    tiny = 64 * 64 * 4 / 2**20  # a 64-point core set; the problem has hundreds of support vectors
+    with pytest.warns(ConvergenceWarning, match="Increase cache_size"):
+        full = CoreSVC(C=100.0, gamma=2.0, cache_size=tiny, random_state=0).fit(X, y)
+    assert full.solver_info_[0]["status"] == "core_set_full"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        auto = CoreSVC(C=100.0, gamma=2.0, random_state=0).fit(X, y)
+    assert auto.cache_size == "auto"
+    assert auto.solver_info_[0]["status"] == "converged" and len(auto.support_) > 64
+    assert auto.score(X, y) > full.score(X, y)
+
+
+def test_float32_kernel_product_never_overflows_between_two_moderate_norms():
+    # g |a|^2 = g |b|^2 = 60 each stay below the float32 limit, but exp(2g <a, b>) = exp(120) would overflow.
+    rng = np.random.RandomState(2)
+    A = np.full((30, 2), np.sqrt(30.0)) + 0.01 * rng.rand(30, 2)
+    B = np.full((20, 2), np.sqrt(30.0)) + 0.01 * rng.rand(20, 2)
+    coef = rng.rand(20)
+    spec = KernelSpec("rbf", gamma=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fast = kernel_product(A, B, spec, coef, precision=np.float32)
+    np.testing.assert_allclose(fast, kernel_product(A, B, spec, coef), rtol=1e-4)
