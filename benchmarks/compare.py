@@ -1,0 +1,492 @@
+"""coresvm against the tools people already use, side by side in one run.
+
+For every data set, on the same training rows and the same test set:
+
+* scikit-learn ``SVC`` on all training rows (not on the 1M-point checkerboard: hours);
+* sklearnex ``SVC`` (Intel's drop-in, ``pip install scikit-learn-intelex``; the ``bench`` extra), or a
+  "not installed" row;
+* ``SVC`` on random 5 / 10 / 25 / 50% subsamples of the training rows (1 / 2 / 5 / 10% of the checkerboard);
+* Nystroem features (1,000 components) + a linear SVM (``LinearSVC``);
+* ``CoreSVC`` with its defaults, given only ``gamma`` and a ``C`` chosen here: 20% of the training rows
+  (at most 5,000) are held out, ``CoreSVC`` is fitted on at most 10,000 of the others for every C in
+  SVC's C x 4^k, k = 0..5, and the most accurate on the held-out rows wins (the smaller C on ties).  The
+  selection's time is its own column; the reported fit is on all training rows.
+
+SVC's C and gamma are the cross-validated values of the LIBSVM grid (``SETS``).  Each method runs in
+a fresh process (its peak RSS is its own), after a warm-up fit of the same kind in that process, so
+no method pays for compiling code.  Per row: fit seconds, test accuracy, #SV, peak RSS.
+
+Writes ``benchmarks/results/compare.md`` (or ``--out``) with the command, date, revision, machine
+and library versions, and one accuracy-vs-time plot per set (``compare_<set>.png``).
+
+    python benchmarks/compare.py                       # every set (about 20 minutes on 2 cores)
+    python benchmarks/compare.py --sets ijcnn1,usps    # some
+    python benchmarks/compare.py --quick               # CI-sized: small subsets, under 2 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import lzma
+import multiprocessing
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+SEED = 0
+
+# name -> (SVC's C, gamma, subsample fractions for SVC, whether SVC runs on all rows)
+SETS: dict[str, tuple[float, float, tuple[float, ...], bool]] = {
+    "ijcnn1": (256.0, 2.0**-3, (0.05, 0.1, 0.25, 0.5), True),
+    "w8a": (16.0, 2.0**-5, (0.05, 0.1, 0.25, 0.5), True),
+    "a9a": (4.0, 2.0**-7, (0.05, 0.1, 0.25, 0.5), True),
+    "kdd99": (64.0, 0.5, (0.05, 0.1, 0.25, 0.5), True),
+    "checkerboard": (10.0, 2.0, (0.01, 0.02, 0.05, 0.1), False),
+    "usps": (4.0, 2.0**-7, (0.05, 0.1, 0.25, 0.5), True),
+    "letter": (16.0, 2.0, (0.05, 0.1, 0.25, 0.5), True),
+    "pendigits": (16.0, 2.0, (0.05, 0.1, 0.25, 0.5), True),  # features / 100; 3-fold CV grid of SVC
+}
+LIBSVM_FILES = {  # name -> (train, test, n_features, keep CSR)
+    "ijcnn1": ("ijcnn1.xz", "ijcnn1.t.xz", 22, False),
+    "w8a": ("w8a.xz", "w8a.t.xz", 300, True),
+    "a9a": ("a9a.xz", "a9a.t.xz", 123, True),
+    "letter": ("letter.scale.xz", "letter.scale.t.xz", 16, False),
+    "pendigits": ("pendigits.xz", "pendigits.t.xz", 16, False),
+}
+CHECKERBOARD_ROWS, CHECKERBOARD_TEST_ROWS = 1_000_000, 100_000
+C_STEPS = 6  # SVC's C x 4^k, k = 0..5
+SELECT_ROWS, HELD_OUT_ROWS = 10_000, 5_000
+NYSTROEM_COMPONENTS = 1000
+QUICK_SETS = ("ijcnn1", "usps", "checkerboard")
+QUICK_ROWS = 5_000  # --quick: training rows per set (the checkerboard: 50,000)
+
+
+def datasets_dir() -> Path:
+    env = os.environ.get("CORESVM_DATASETS")
+    return Path(env) if env else REPO.parent / "shared" / "datasets"
+
+
+# ----------------------------------------------------------------------------------------- data
+def _libsvm(name: str):
+    from sklearn.datasets import load_svmlight_file
+
+    train, test, n_features, sparse = LIBSVM_FILES[name]
+    parts = []
+    for file in (train, test):
+        with lzma.open(datasets_dir() / file, "rb") as handle:
+            X, y = load_svmlight_file(handle, n_features=n_features)
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+        parts += [X if sparse else X.toarray(), y]
+    if name == "pendigits":  # values 0-100
+        parts[0], parts[2] = parts[0] / 100.0, parts[2] / 100.0
+    return parts
+
+
+def _usps():
+    parts = []
+    for file in ("zip.train.gz", "zip.test.gz"):
+        with gzip.open(datasets_dir() / file, "rt") as handle:
+            table = np.loadtxt(handle)
+        parts += [np.ascontiguousarray(table[:, 1:]), table[:, 0]]
+    return parts
+
+
+def _kdd99():
+    """KDD'99 10%: all 494,021 records, normal (-1) vs attack (+1); protocol, service and flag one-hot;
+    every column min-max scaled to [0, 1] on the training rows; a random 80/20 split."""
+    with gzip.open(datasets_dir() / "kddcup.data_10_percent.gz", "rt") as handle:
+        fields = [line.strip().split(",") for line in handle if line.strip()]
+    y = np.array([-1.0 if row[-1] == "normal." else 1.0 for row in fields])
+    columns = list(zip(*(row[:-1] for row in fields), strict=True))
+    blocks = []
+    for j, column in enumerate(columns):
+        if j in (1, 2, 3):
+            _, codes = np.unique(np.array(column), return_inverse=True)
+            blocks.append(np.eye(codes.max() + 1)[codes])
+        else:
+            blocks.append(np.asarray(column, dtype=np.float64)[:, None])
+    X = np.hstack(blocks)
+    order = np.random.RandomState(SEED).permutation(len(y))
+    n_train = int(0.8 * len(y))
+    train, test = np.sort(order[:n_train]), np.sort(order[n_train:])
+    low, high = X[train].min(axis=0), X[train].max(axis=0)
+    X = np.clip((X - low) / np.where(high > low, high - low, 1.0), 0.0, 1.0)
+    return [X[train], y[train], X[test], y[test]]
+
+
+def _checkerboard(rows: int):
+    from coresvm.datasets import make_checkerboard
+
+    X, y = make_checkerboard(rows, random_state=SEED)
+    X_test, y_test = make_checkerboard(CHECKERBOARD_TEST_ROWS, random_state=SEED + 1)
+    return [X, y.astype(np.float64), X_test, y_test.astype(np.float64)]
+
+
+def load(name: str, quick: bool):
+    """``[X_train, y_train, X_test, y_test]``; ``quick``: a random subset of the training rows."""
+    if name == "checkerboard":
+        return _checkerboard(50_000 if quick else CHECKERBOARD_ROWS)
+    parts = _usps() if name == "usps" else _kdd99() if name == "kdd99" else _libsvm(name)
+    if quick and parts[0].shape[0] > QUICK_ROWS:
+        rows = np.sort(np.random.RandomState(SEED).permutation(parts[0].shape[0])[:QUICK_ROWS])
+        parts[0], parts[1] = parts[0][rows], parts[1][rows]
+    return parts
+
+
+def save(parts, folder: Path) -> None:
+    for key, value in zip(("X_train", "y_train", "X_test", "y_test"), parts, strict=True):
+        if sp.issparse(value):
+            sp.save_npz(folder / f"{key}.npz", value.tocsr())
+        else:
+            np.save(folder / f"{key}.npy", value)
+
+
+def restore(folder: Path):
+    parts = []
+    for key in ("X_train", "y_train", "X_test", "y_test"):
+        npz = folder / f"{key}.npz"
+        parts.append(sp.load_npz(npz).tocsr() if npz.exists() else np.load(folder / f"{key}.npy"))
+    return parts
+
+
+def data_bytes(X) -> int:
+    return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) if sp.issparse(X) else int(X.nbytes)
+
+
+# ---------------------------------------------------------------------------------- methods
+@dataclass
+class Row:
+    method: str
+    fit_s: float = float("nan")
+    accuracy: float = float("nan")
+    n_sv: int = 0
+    peak_rss_mb: float = float("nan")
+    select_s: float = float("nan")
+    note: str = ""
+    fraction: float = 1.0  # of the training rows (SVC subsamples)
+    extra: dict = field(default_factory=dict)
+
+
+def _subsample(X, y, fraction: float, seed: int):
+    rows = np.sort(np.random.RandomState(seed).permutation(X.shape[0])[: max(10, int(round(fraction * X.shape[0])))])
+    return X[rows], y[rows]
+
+
+def _svc(kind: str, C: float, gamma: float):
+    if kind == "sklearnex":
+        from sklearnex.svm import SVC as FastSVC
+
+        return FastSVC(C=C, gamma=gamma, cache_size=1000)
+    from sklearn.svm import SVC
+
+    return SVC(C=C, gamma=gamma, cache_size=1000)
+
+
+def _nystroem(C: float, gamma: float):
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.pipeline import make_pipeline
+    from sklearn.svm import LinearSVC
+
+    return make_pipeline(Nystroem(gamma=gamma, n_components=NYSTROEM_COMPONENTS, random_state=SEED),
+                         LinearSVC(C=C, max_iter=5000))
+
+
+def _n_sv(model) -> int:
+    if hasattr(model, "support_"):
+        return int(len(model.support_))
+    return 0
+
+
+def _warm_up(make, X, y) -> None:
+    """One fit of the same kind on a few rows, so compiled code is loaded before the timed fit."""
+    rows = min(X.shape[0], 6_000)
+    X_small, y_small = _subsample(X, y, rows / X.shape[0], SEED + 7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make().fit(X_small, y_small)
+
+
+def select_core_C(X, y, svc_C: float, gamma: float) -> tuple[float, float, list]:
+    """CoreSVC's C on a held-out split (module docstring); returns (C, seconds, [(C, accuracy)])."""
+    from coresvm import CoreSVC
+
+    start = time.perf_counter()
+    n = X.shape[0]
+    order = np.random.RandomState(SEED + 3).permutation(n)
+    n_held = min(HELD_OUT_ROWS, int(0.2 * n))
+    held, rest = order[:n_held], order[n_held:][:SELECT_ROWS]
+    scores = []
+    for k in range(C_STEPS):
+        C = svc_C * 4.0**k
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = CoreSVC(C=C, gamma=gamma, random_state=SEED).fit(X[rest], y[rest])
+        scores.append((C, float(model.score(X[held], y[held]))))
+    best = max(scores, key=lambda item: (item[1], -item[0]))[0]
+    return best, time.perf_counter() - start, scores
+
+
+def run_method(folder: str, name: str, method: str, fraction: float, queue) -> None:
+    """In a fresh process: load the saved data, warm up, time one fit, score it."""
+    try:
+        X, y, X_test, y_test = restore(Path(folder))
+        svc_C, gamma, _, _ = SETS[name]
+        row = Row(method=method, fraction=fraction)
+        if method == "coresvm":
+            from coresvm import CoreSVC
+
+            C, row.select_s, scores = select_core_C(X, y, svc_C, gamma)
+            row.extra = {"C": C, "selection": scores}
+            def make():
+                return CoreSVC(C=C, gamma=gamma, random_state=SEED)
+        elif method == "nystroem":
+            def make():
+                return _nystroem(svc_C, gamma)
+        else:
+            kind = "sklearnex" if method == "sklearnex" else "sklearn"
+            def make():
+                return _svc(kind, svc_C, gamma)
+            if fraction < 1.0:
+                X, y = _subsample(X, y, fraction, SEED + 11)
+        _warm_up(make, X, y)
+        model = make()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            start = time.perf_counter()
+            model.fit(X, y)
+            row.fit_s = time.perf_counter() - start
+        row.accuracy = float(np.mean(model.predict(X_test) == y_test))
+        row.n_sv = _n_sv(model)
+        row.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        notes = sorted({str(w.message).split(".")[0][:90] for w in caught if "onvergence" in type(w.message).__name__})
+        if method == "coresvm":
+            info = model.solver_info_
+            info = info if isinstance(info, list) else [info]
+            statuses = sorted({record["status"] for record in info})
+            notes.append("status " + "/".join(statuses))
+            row.extra["status"] = statuses
+        row.note = "; ".join(notes)
+        queue.put(asdict(row))
+    except ImportError as error:
+        queue.put(asdict(Row(method=method, fraction=fraction, note=f"not installed ({error.name})")))
+    except Exception as error:  # noqa: BLE001 - a failed method is a row, not a failed benchmark
+        traceback.print_exc()
+        queue.put(asdict(Row(method=method, fraction=fraction, note=f"failed: {error!r}"[:120])))
+
+
+def run_in_process(folder: Path, name: str, method: str, fraction: float = 1.0) -> Row:
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=run_method, args=(str(folder), name, method, fraction, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    return Row(**result)
+
+
+def methods_for(name: str, quick: bool) -> list[tuple[str, float]]:
+    _, _, fractions, full = SETS[name]
+    plan = []
+    if full:
+        plan += [("sklearn", 1.0), ("sklearnex", 1.0)]
+    plan += [("sklearn", fraction) for fraction in fractions]
+    if not quick:
+        plan.append(("nystroem", 1.0))
+    plan.append(("coresvm", 1.0))
+    return plan
+
+
+# ---------------------------------------------------------------------------------- report
+def label(row: Row) -> str:
+    if row.method == "sklearn":
+        return "sklearn SVC" if row.fraction == 1.0 else f"sklearn SVC on {100 * row.fraction:g}%"
+    return {"sklearnex": "sklearnex SVC", "nystroem": f"Nystroem ({NYSTROEM_COMPONENTS}) + LinearSVC",
+            "coresvm": "**CoreSVC (defaults)**"}[row.method]
+
+
+def fastest_svc(rows: list[Row]) -> Row | None:
+    full = [row for row in rows if row.method in ("sklearn", "sklearnex") and row.fraction == 1.0
+            and np.isfinite(row.fit_s)]
+    return min(full, key=lambda row: row.fit_s) if full else None
+
+
+def table(name: str, rows: list[Row], n_train: int, n_test: int, size_mb: float) -> list[str]:
+    svc_C, gamma, _, _ = SETS[name]
+    reference = fastest_svc(rows)
+    lines = [f"### {name} ({n_train:,} training rows, {n_test:,} test rows, data {size_mb:.0f} MB; "
+             f"SVC C={svc_C:g}, gamma={gamma:g})", "",
+             "| method | fit s | vs fastest full SVC | test acc % | #SV | peak RSS MB | C selection s | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        ratio = f"{reference.fit_s / row.fit_s:.2f}x faster" if reference and np.isfinite(row.fit_s) else ""
+        core = row.method == "coresvm"
+        select = f"{row.select_s:.2f}" if core else ""
+        note = row.note + (f"; C={row.extra.get('C'):g}" if core and row.extra.get("C") else "")
+        lines.append(f"| {label(row)} | {row.fit_s:.2f} | {ratio} | {100 * row.accuracy:.2f} | {row.n_sv} | "
+                     f"{row.peak_rss_mb:.0f} | {select} | {note} |")
+    lines.append("")
+    return lines
+
+
+def plot(name: str, rows: list[Row], folder: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    figure, axes = plt.subplots(figsize=(5.5, 3.8))
+    subs = sorted((row for row in rows if row.method == "sklearn" and np.isfinite(row.fit_s)),
+                  key=lambda row: row.fraction)
+    if subs:
+        axes.plot([row.fit_s for row in subs], [100 * row.accuracy for row in subs], "o-", color="0.4",
+                  label="sklearn SVC on a random subsample")
+        for row in subs:
+            axes.annotate(f"{100 * row.fraction:g}%", (row.fit_s, 100 * row.accuracy), fontsize=7,
+                          xytext=(3, -9), textcoords="offset points")
+    markers = {"sklearnex": ("s", "tab:blue", "sklearnex SVC"),
+               "nystroem": ("^", "tab:green", "Nystroem + LinearSVC"),
+               "coresvm": ("*", "tab:red", "CoreSVC (defaults)")}
+    for row in rows:
+        if row.method in markers and np.isfinite(row.fit_s):
+            marker, color, text = markers[row.method]
+            axes.plot(row.fit_s, 100 * row.accuracy, marker, color=color, markersize=11 if marker == "*" else 7,
+                      label=text, linestyle="none")
+    axes.set_xscale("log")
+    axes.set_xlabel("fit time (s, log scale)")
+    axes.set_ylabel("test accuracy (%)")
+    axes.set_title(name)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    path = folder / f"compare_{name}.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def versions() -> str:
+    names = ["numpy", "scipy", "numba", "scikit-learn", "scikit-learn-intelex", "coresvm"]
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for package in names:
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} (not installed)")
+    return ", ".join(found)
+
+
+def revision() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def header(argv: list[str]) -> list[str]:
+    return ["# coresvm against SVC, sklearnex SVC, SVC on subsamples and Nystroem", "",
+            f"- command: `python benchmarks/compare.py {shlex.join(argv)}`".rstrip(),
+            f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+            f"- revision: {revision()}",
+            f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+            f"- libraries: {versions()}", "",
+            "Each method ran in a fresh process after a warm-up fit of the same kind (compiled code loaded); "
+            "fit s is the wall time of `fit` alone.  CoreSVC: defaults, the data set's gamma, and C chosen on "
+            "held-out training rows (its time in the column 'C selection s').  Ratios compare with the faster "
+            "of sklearn and sklearnex SVC on all rows in this run.", ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated: " + ",".join(SETS))
+    parser.add_argument("--quick", action="store_true", help="CI-sized: " + ",".join(QUICK_SETS) +
+                        f" on {QUICK_ROWS} rows (the checkerboard 50,000), no Nystroem")
+    parser.add_argument("--out", type=Path, default=None, help="markdown file (default results/compare.md)")
+    opts = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    names = list(QUICK_SETS) if opts.quick and opts.sets == ",".join(SETS) else opts.sets.split(",")
+    unknown = [name for name in names if name not in SETS]
+    if unknown:
+        parser.error(f"unknown sets {unknown}; known: {', '.join(SETS)}")
+    out = opts.out or RESULTS / ("compare_quick.md" if opts.quick else "compare.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = header(argv)
+    summary = []
+    for name in names:
+        print(f"== {name}", flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            parts = load(name, opts.quick)
+            save(parts, Path(tmp))
+            n_train, n_test, size_mb = parts[0].shape[0], parts[2].shape[0], data_bytes(parts[0]) / 2**20
+            del parts
+            rows = []
+            for method, fraction in methods_for(name, opts.quick):
+                row = run_in_process(Path(tmp), name, method, fraction)
+                print(f"   {label(row):40s} {row.fit_s:8.2f} s  {100 * row.accuracy:6.2f}%  {row.n_sv:6d} SV  "
+                      f"{row.peak_rss_mb:6.0f} MB  {row.note}", flush=True)
+                rows.append(row)
+        lines += table(name, rows, n_train, n_test, size_mb)
+        picture = plot(name, rows, out.parent)
+        if picture is not None:
+            lines += [f"![{name}]({picture.name})", ""]
+        summary.append(summary_line(name, rows))
+        (out.parent / f"{out.stem}.json").write_text(json.dumps({"sets": summary}, indent=1))
+        out.write_text("\n".join(lines + summary_table(summary)) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def summary_line(name: str, rows: list[Row]) -> dict:
+    core = next((row for row in rows if row.method == "coresvm"), None)
+    reference = fastest_svc(rows)
+    subs = [row for row in rows if row.method == "sklearn" and row.fraction < 1.0 and np.isfinite(row.fit_s)]
+    within = [row for row in subs if core is not None and row.fit_s <= core.fit_s]
+    best_sub = max(within, key=lambda row: row.fraction) if within else None
+    return {"set": name, "core_s": core.fit_s if core else None, "core_acc": core.accuracy if core else None,
+            "core_select_s": core.select_s if core else None,
+            "svc": label(reference) if reference else None, "svc_s": reference.fit_s if reference else None,
+            "svc_acc": reference.accuracy if reference else None,
+            "sub": label(best_sub) if best_sub else None, "sub_acc": best_sub.accuracy if best_sub else None}
+
+
+def summary_table(summary: list[dict]) -> list[str]:
+    lines = ["## Summary", "",
+             "| set | CoreSVC s | CoreSVC acc % | fastest full SVC | its s | its acc % | speed-up | "
+             "largest SVC subsample within CoreSVC's time | its acc % |", "|---|---|---|---|---|---|---|---|---|"]
+    for item in summary:
+        def number(key, scale=1.0, item=item):
+            value = item.get(key)
+            return f"{scale * value:.2f}" if value is not None and np.isfinite(value) else "-"
+        speed = (f"{item['svc_s'] / item['core_s']:.2f}x" if item.get("svc_s") and item.get("core_s")
+                 and np.isfinite(item["core_s"]) else "-")
+        lines.append(f"| {item['set']} | {number('core_s')} | {number('core_acc', 100)} | {item['svc'] or '-'} | "
+                     f"{number('svc_s')} | {number('svc_acc', 100)} | {speed} | {item['sub'] or 'none'} | "
+                     f"{number('sub_acc', 100)} |")
+    return lines + [""]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
