@@ -127,7 +127,7 @@ PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -
 class CoreSVC(ClassifierMixin, BaseEstimator):
     """Kernel SVM trained as an L2-SVM on the unit simplex by Frank-Wolfe-type steps.
 
-    The L2-SVM (Lee & Mangasarian; seed 000 eq. 7) is solved through its dual,
+    The L2-SVM (Lee & Mangasarian; Frandi et al. 2013, eq. 7) is solved through its dual,
     a quadratic program over the unit simplex with the extended kernel
     ``Q_ij = y_i y_j (k(x_i, x_j) + 1) + delta_ij / C_i``.  Its solvers touch the
     data one kernel column (full search) or one small candidate sample
@@ -153,14 +153,15 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     coef0 : float, default=0.0
         Independent term of 'poly' and 'sigmoid'.
     solver : {'coreset', 'cvm', 'bvm', 'sphere', 'mnsvm', 'fw', 'mfw', 'swap', 'partan'}, default='coreset'
-        'cvm' is the Core Vector Machine (seed 002): each round scores
+        'cvm' is the Core Vector Machine (Tsang et al. 2005): each round scores
         ``n_candidates`` random points (59), adds the ``batch_size`` (1) worst
         violators to the core set and re-solves the minimum enclosing ball of
         the core set with pairwise steps on its in-memory Gram matrix; it stops
         when no sampled point lies outside the ``(1 + eps)``-ball (``eps``
         given, or LibCVM's heuristic; ``tol`` is not used).  'coreset' is the
-        same loop with large batches (10,000 candidates, 300 added per round),
-        the fastest solver here.  A 'coreset' problem (the binary problem, a
+        same loop with large batches (10,000 candidates scored per round; the
+        worst ``max(300, #SV)`` violators added, so the core set doubles while
+        violators abound) and the statistical stop described under ``tol``.  A 'coreset' problem (the binary problem, a
         one-vs-one pair or a one-vs-rest class) whose extended
         kernel fits ``cache_size`` (``m^2 * 8`` bytes) and whose ``X`` is a
         dense in-memory array runs the same core-set scheme in one compiled,
@@ -170,8 +171,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         problem: 'fw' toward steps with exact line search; 'mfw' adds Wolfe's
         away steps (points can be dropped); 'swap' the pairwise step, taken
         when it beats the FW step; 'partan' FW plus a parallel-tangent step
-        (seed 001).  'swap' and 'mfw' converge linearly near the solution;
-        'fw' and 'partan' only sublinearly.  The gsvm family (seed 004) moves
+        (Frandi et al. 2015).  'swap' and 'mfw' converge linearly near the solution;
+        'fw' and 'partan' only sublinearly.  The gsvm family (Strack 2013) moves
         toward one sampled violator per iteration: 'bvm' the Ball Vector
         Machine (ball steps with the fixed radius ``sqrt(k(x,x) + 1 + 1/C)``,
         SVs never leave), 'sphere' SphereSVM (two-point ball steps; an SV can
@@ -191,9 +192,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-2
         Stop when the duality gap, relative to the margin, is below ``tol``:
         ``1 - min_i (Q a)_i / (a'Qa) <= tol`` -- no point violates the margin by
-        more than the fraction ``tol``.  With random search and the core-set
-        solvers the gap is that of a random sample, confirmed on a fresh sample
-        before stopping (seed 001 Sec. 4.2; seed 002).
+        more than the fraction ``tol``.  With random search and 'cvm' the gap
+        is that of a random sample, confirmed on a fresh sample before stopping
+        (Frandi et al. 2015, sec. 4.2; Tsang et al. 2005, sec. 4).  'coreset'
+        stops by a statistical rule: with 95% confidence, fewer than 0.1% of the
+        training points violate the margin by more than ``tol`` (a
+        Clopper-Pearson bound on a fresh uniform sample of ``n_candidates``
+        points; exact when the sample is every point; see the solver guide).
     max_iter : int or None, default=None
         Iteration cap (None: 10 million).
     max_time : float or None, default=None
@@ -213,7 +218,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     class_weight : dict, 'balanced' or None, default=None
         Multiplies C per class.
     bias : {'theoretic', 'kkt', 'none'} or bool, default='theoretic'
-        The bias rule (gsvm ``-b``, seed 004 sec. 5.5).  'theoretic':
+        The bias rule (gsvm ``-b``, Strack 2013, sec. 5.5).  'theoretic':
         ``b = sum_i a_i y_i`` (eq. 5.20).  'kkt': the KKT average over the SVs,
         ``b = mean_i [y_i (||c||^2 - a_i / C_i) - sum_j a_j y_j k(x_i, x_j)]``
         (eq. 5.24), less sensitive to a rough solution.  'none': the no-bias
@@ -222,7 +227,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     eta : float, default=1.0
         Over-relaxation factor in [1, 2) applied to every line-search step.
     stopping : {'mn', 'adjmn', 'meb'} or None, default=None
-        Stopping rule of 'bvm', 'sphere' and 'mnsvm' (gsvm ``-p``, seed 004
+        Stopping rule of 'bvm', 'sphere' and 'mnsvm' (gsvm ``-p``, Strack 2013
         sec. 2.10): a sampled point violates when ``(||c||^2 - g_i) / ||c||^2 >
         eps`` ('mn'), ``(||c||^2 - g_i) / (||c|| ||x~_i||) > eps`` ('adjmn') or
         ``||c - x~_i|| > (1 + eps) R^`` ('meb').  None: 'meb' for 'bvm' and
@@ -230,11 +235,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         'meb'; the other solvers stop on ``tol``.
     eps : float or None, default=None
         Final eps of that rule ('bvm', 'sphere', 'mnsvm', 'cvm'); None is
-        gsvm's default: 1e-3 for 'mn' and 'adjmn', LibCVM's heuristic (seed 004
+        gsvm's default: 1e-3 for 'mn' and 'adjmn', LibCVM's heuristic (Strack 2013
         eq. 7.3, about 6e-7 for C=256) for 'meb'.
     multiscale : bool, default=True
         Solve for eps = 1/2, 1/4, ... down to exactly ``eps``, warm-starting
-        each stage from the last (seed 004 Alg. 5).
+        each stage from the last (Strack 2013, Alg. 5).
     draws : int or None, default=None
         Violator search of 'bvm', 'sphere' and 'mnsvm': at most this many random
         points are tried per iteration; 'sphere' and 'mnsvm' take the first that
@@ -264,7 +269,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         Size of the class-balanced random subset the solver starts from.
     multiclass : {'ovo', 'joint'}, default='ovo'
         'ovo': one binary problem per pair of classes, max-wins voting.
-        'joint': the all-at-once machine of seed 004 sec. 5.4 -- ONE simplex
+        'joint': the all-at-once machine of Strack 2013, sec. 5.4 -- ONE simplex
         problem on all points with the label inner products 1 (same class) and
         ``-1/(K-1)`` (different classes) in place of ``y_i y_j``, and the class
         of the largest score ``sum_i a_i L[c_i, t] k(x_i, x) + y_t . b``
@@ -1107,7 +1112,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         -1 when it is gone (gsvm's support-vector reuse across cross-validation folds: fold k+1
         starts from fold k's solution restricted to the rows both folds train on).  Dropping
         weights keeps the point on the simplex after rescaling to sum 1, which the solvers do
-        (seed 004's problem has no box constraint, so that rescaling is the whole projection).
+        (Strack 2013's problem has no box constraint, so that rescaling is the whole projection).
         """
         moved = copy.copy(self)
         moved._dot_rows = moved._kernel_rows = None  # of the old rows

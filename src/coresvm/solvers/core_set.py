@@ -1,6 +1,6 @@
 """Core-set solver (CVM): grow a working set from sampled violators, solve it in memory.
 
-The Core Vector Machine scheme (seed 002; seed 000 Alg. 1) on the same simplex
+The Core Vector Machine scheme (Tsang et al. 2005; Frandi et al. 2013, Alg. 1) on the same simplex
 problem as the engine::
 
     repeat
@@ -71,7 +71,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
 
     Among active points scoring above ``best`` (the score ``G - lam/2 diag`` of
     ``p_i``): MDM the largest score; IMDM the largest decrease of the clipped
-    step (Franc; seed 004 eq. 5.33); GMDM ``-f'(0) / curvature^(k/2)`` (eq. 5.35).
+    step (Franc; Strack 2013, eq. 5.33); GMDM ``-f'(0) / curvature^(k/2)`` (eq. 5.35).
     Shared by the core-set inner solve and the gsvm family.
     """
     row_i = Kw[p_i]
@@ -143,7 +143,7 @@ def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, 
         Q_ii = diag_w[p_i]
         p_j = select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k)
         if p_j < 0:
-            # only one active point: a Frank-Wolfe toward step (seed 000 eq. 29)
+            # only one active point: a Frank-Wolfe toward step (Frandi et al. 2013, eq. 29)
             derivative, curvature = toward_direction(G[p_i], Q_ii, n2, D, lam)
             step = clipped_step(derivative, curvature, 1.0, eta)
             n2 = (1.0 - step) ** 2 * n2 + 2.0 * step * (1.0 - step) * G[p_i] + step * step * Q_ii
@@ -300,7 +300,7 @@ def _extended_block(problem, rows_a, rows_b) -> np.ndarray:
                      problem.norms_of(rows_a), problem.norms_of(rows_b))
     K += problem.bias_term
     if problem.is_joint:
-        K *= problem.label_products(rows_a, rows_b)  # L[c_a, c_b] (seed 004 sec. 5.4)
+        K *= problem.label_products(rows_a, rows_b)  # L[c_a, c_b] (Strack 2013, sec. 5.4)
         return K
     K *= problem.signs_of(rows_a)[:, None]
     K *= problem.signs_of(rows_b)[None, :]
@@ -337,7 +337,7 @@ def _label_weighted_sums(problem, targets, support, alpha, precision: type = np.
     """``sum_j Q_tj a_j`` over ``support`` for every target ``t``, without the ``1/C`` diagonal.
 
     Binary: ``y_t (sum_j a_j y_j k_tj + bias sum_j a_j y_j)``, one kernel product.
-    Joint (seed 004 sec. 5.4): with one coefficient column per class,
+    Joint (Strack 2013, sec. 5.4): with one coefficient column per class,
     ``S[t, c] = sum_{j in class c} a_j (k_tj + bias)``, and
     ``Q_tj = L[c_t, c_j] (k_tj + bias)`` gives ``g_t = sum_c L[c_t, c] S[t, c]``;
     for the simplex labels that is ``K/(K-1) S[t, c_t] - 1/(K-1) sum_c S[t, c]``.
@@ -585,7 +585,7 @@ def _next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, s
     so no point is scored twice before all have been scored once; a fresh
     permutation after each pass; past :data:`SWEEP_MAX_POINTS` points, distinct
     random points instead, see :func:`draw_distinct`).  Stratified: gsvm's "fair" draw, a class
-    first, then a point of it (seed 004, option -s).
+    first, then a point of it (Strack 2013, option -s).
     """
     if stratified:
         labels = np.unique(problem.y)

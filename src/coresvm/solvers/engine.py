@@ -17,7 +17,7 @@ and the gradient half ``G = Q a``.  Two ways to hold ``G``:
 * sampled search: ``G`` over the active slots only; candidates' gradients are
   computed from the active set each iteration (``|S| x s`` kernel values), so
   nothing of size ``m`` beyond the position map is ever touched -- the cost is
-  independent of ``m`` (seed 001 sec. 4.2, the "59 trick" of CVM).
+  independent of ``m`` (Frandi et al. 2015, sec. 4.2, the "59 trick" of CVM).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _draw(m, n, strata_ptr, strata_order, out):
 
     Uniform with replacement when ``strata_ptr`` has length < 3; otherwise
     gsvm's "fair" sampling: first a class (stratum) uniformly, then a point of
-    that class (seed 004, option -s).
+    that class (Strack 2013, option -s).
     """
     n_strata = strata_ptr.shape[0] - 1
     if n_strata < 2:
@@ -94,7 +94,7 @@ def _draw(m, n, strata_ptr, strata_order, out):
 
 @njit(inline="always", cache=True)
 def _max_score_slot(s, alpha, G, act_idx, diag, lam, full):
-    """MDM's second vertex: the active point with the largest gradient (seed 004 eq. 5.34)."""
+    """MDM's second vertex: the active point with the largest gradient (Strack 2013, eq. 5.34)."""
     best = -1
     worst = -np.inf
     for t in range(s):
@@ -112,7 +112,7 @@ def _max_score_slot(s, alpha, G, act_idx, diag, lam, full):
 def _best_partner_slot(s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, col_i, rule, gmdm_k):
     """IMDM / GMDM second vertex for a pairwise step from ``j`` to ``i``.
 
-    IMDM (Franc; seed 004 eq. 5.33) takes the ``j`` whose *clipped* pairwise
+    IMDM (Franc; Strack 2013, eq. 5.33) takes the ``j`` whose *clipped* pairwise
     step decreases the objective most; GMDM(k) maximizes
     ``(score_j - score_i) / curvature^(k/2)`` (eq. 5.35; k=0 is MDM, k=1 IMDM
     without clipping).
@@ -152,7 +152,7 @@ def solve_simplex(
     ``gap`` is the last (possibly sampled) Frank-Wolfe duality gap and the run
     stopped on ``gap <= tol * scale``; ``scale`` is ``2 a'Qa`` (= 2 rho, the
     margin) for ``lam = 0`` and the squared MEB radius ``a'diag(Q) - a'Qa`` for
-    ``lam = 1`` (seed 000 Alg. 2's ``(1+eps)^2 - 1`` test), and ``n2 = a'Qa``
+    ``lam = 1`` (Frandi et al. 2013, Alg. 2's ``(1+eps)^2 - 1`` test), and ``n2 = a'Qa``
     (= rho, the L2-SVM margin, at the optimum).
     """
     np.random.seed(seed)
@@ -345,7 +345,7 @@ def solve_simplex(
                 Gp_i = Gp[i] if full else Gp[p_i]
                 d_pt, c_pt = partan_direction(lam_fw, G_i, Gp_i, Q_ii, n2, W, Fp, D, Dp, lam)
                 mu = -d_pt / (2.0 * c_pt) if c_pt > CURVATURE_FLOOR else 0.0
-                # feasibility clip (seed 001 notes sec. 2.5 f): a~ + mu (a~ - a_prev) >= 0
+                # feasibility clip (Frandi et al. 2015 notes sec. 2.5 f): a~ + mu (a~ - a_prev) >= 0
                 lo, hi = -np.inf, np.inf
                 lo_slot, hi_slot = -1, -1
                 for t in range(s):
