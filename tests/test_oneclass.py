@@ -146,7 +146,12 @@ def test_sparse_and_float32_inputs(blob, solver):
     sparse = CoreOneClassSVM(**kwargs).fit(sp.csr_matrix(inliers))
     single = CoreOneClassSVM(**kwargs).fit(inliers.astype(np.float32))
     reference = dense.decision_function(outliers)
-    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(outliers)), reference, atol=1e-8)
+    # 'coreset' solves to tol exactly, so CSR and dense products agree to rounding.  'cvm' stops on a sampled
+    # (1 + eps)-ball test (Tsang et al. 2005, sec. 4): last-bit differences between the CSR and the dense
+    # products can change which sampled point is furthest, and so where it stops; it is held to float32's bound.
+    sparse_tolerance = 1e-8 if solver == "coreset" else 1e-4
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(outliers)), reference, atol=sparse_tolerance)
+    np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(outliers)), dense.predict(outliers))
     np.testing.assert_allclose(single.decision_function(outliers.astype(np.float32)), reference, atol=1e-4)
     assert sp.issparse(sparse.support_vectors_)
     assert single.support_vectors_.dtype == np.float32
