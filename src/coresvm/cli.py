@@ -401,7 +401,7 @@ gsvm and LIBSVM letters
 
 def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
     model = parser.add_argument_group("SVM model")
-    c_help = "penalty C of the squared slacks (L2-SVM; not SVC's C, see the README); default 1"
+    c_help = "penalty C of the squared slacks (L2-SVM; not SVC's C, see the README's 'What C means here'); default 1"
     g_help = "RBF/poly/sigmoid gamma: a number or scale, auto, cvm (default scale)"
     if ranges:
         c_help += "; with a range, its lower end (default 0.0625 = 2^-4, as gsvm)"
@@ -437,7 +437,7 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
 
     solver = parser.add_argument_group("solver")
     solver.add_argument("--solver", choices=["coreset", "cvm", "bvm", "sphere", "mnsvm", "fw", "mfw", "swap", "partan"],
-                        help="solver (default coreset; see the README's Solvers table)")
+                        help="solver (default coreset; see the README's 'Which solver when')")
     solver.add_argument("--vertex-search", choices=["auto", "full", "random"],
                         help="FW family: scan all points or a random sample per step (CoreSVC's search=)")
     solver.add_argument("-e", "--epsilon", "--tol", dest="tol", metavar="TOL",

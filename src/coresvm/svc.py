@@ -100,7 +100,7 @@ AUTO_FULL_SEARCH_MAX_POINTS = 20_000
 # Multiclass modes: one-vs-one, one-vs-rest, and the all-at-once machine (joint.py).
 MULTICLASS_MODES = ("ovo", "ovr", "joint")
 # Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
-# blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: see README).
+# blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: results/multiclass.md).
 ONE_THREAD_MAX_POINTS = 5000
 # (Sub-)problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
 # (see CoreSVC._small_problem_fast_path); False forces the Python core-set loop (tests compare the two).
@@ -274,7 +274,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ``-1/(K-1)`` (different classes) in place of ``y_i y_j``, and the class
         of the largest score ``sum_i a_i L[c_i, t] k(x_i, x) + y_t . b``
         predicted.  Faster and with fewer support vectors than 'ovo', usually
-        less accurate (see the README).  Needs ``solver='coreset'`` or 'cvm';
+        less accurate (docs: multiclass).  Needs ``solver='coreset'`` or 'cvm';
         ``bias`` selects its bias rule (theoretic, the per-class KKT average of
         eq. 5.28, or none); ``decision_function_shape`` must be 'ovr'.  With two
         classes it is the binary machine.
@@ -326,7 +326,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         At a smaller C or RBF gamma (the support grows), a sub-problem on the
         small-problem path may instead start from every point: the old
         weights mixed with balanced uniform ones by exact line search, when
-        the estimated step toward them is at least 0.5 (README, "Warm starts").
+        the estimated step toward them is at least 0.5 (docs: warm starts).
         Multiclass fits on the compiled small-problem path (see ``solver``)
         with at least 64 features also keep their working sets' inner
         products ``<x_i, x_j>`` (at most ``cache_size`` MB, in memory only:
@@ -645,8 +645,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             Training vectors; CSR input is used without densifying and float32
             input is kept in float32.  A memory-mapped array (``np.load(path,
             mmap_mode='r')``) is read in row blocks and never copied; a Zarr array
-            is first decompressed into a temporary ``.npy`` map (README,
-            "Out-of-core and Dask").
+            is first decompressed into a temporary ``.npy`` map (docs:
+            out-of-core data and Dask).
         y : array-like of shape (n_samples,)
             Class labels (any hashable type numpy can sort).
         sample_weight : array-like of shape (n_samples,), default=None
