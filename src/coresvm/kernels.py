@@ -144,20 +144,22 @@ def kernel_block(A, B, spec: KernelSpec, norms_a=None, norms_b=None) -> np.ndarr
     return apply_kernel_to_dots(dots, spec, norms_a, norms_b)
 
 
-def inner_products(A, B) -> np.ndarray:
-    """``A @ B.T`` as a dense float64 array (one BLAS call for dense inputs).
+def inner_products(A, B, dtype: type = np.float64) -> np.ndarray:
+    """``A @ B.T`` as a dense array of ``dtype`` (float64 unless told; one BLAS call for dense inputs).
 
     Sparse inputs stay sparse: only the (dense anyway) result is materialized.
     """
     dots = A @ B.T
     if sp.issparse(dots):
         dots = dots.toarray()
-    return np.asarray(dots, dtype=np.float64)
+    return np.asarray(dots, dtype=dtype)
 
 
 BLOCK_VALUES = 2**19  # kernel values per block of kernel_product (4 MiB: stays in cache)
 DENSE_OPERAND_BYTES = 64 * 2**20  # a sparse right operand smaller than this is made dense
 RBF_FACTOR_LIMIT = 600.0  # exp(+-600) is finite in float64 with room to spare
+# exp(+-80) is finite and normal in float32 (overflow at 88.7, the smallest normal at exp(-87.3)).
+RBF_FACTOR_LIMIT_FLOAT32 = 80.0
 
 
 def product_block_rows(n_b: int) -> int:
@@ -186,8 +188,6 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     """
     n_a, n_b = A.shape[0], B.shape[0]
     coef = np.asarray(coef, dtype=np.float64)
-    if precision == np.float32:
-        return _kernel_product_float32(A, B, spec, coef, norms_a, norms_b, n_threads)
     out = np.empty((n_a,) + coef.shape[1:])
     if n_a == 0:
         return out
@@ -195,81 +195,32 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
         out[:] = 0.0
         return out
     A, B = _product_operands(A, B)
+    single = precision == np.float32
+    if single:
+        A, B = A.astype(np.float32, copy=False), B.astype(np.float32, copy=False)
+    limit = RBF_FACTOR_LIMIT_FLOAT32 if single else RBF_FACTOR_LIMIT
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
-    factorizable = spec.name == "rbf" and _rbf_factorizable(spec, 0.0, norms_b)
+    factorizable = spec.name == "rbf" and _rbf_factorizable(spec, 0.0, norms_b, limit)
+    coef_shape = (-1,) + (1,) * (coef.ndim - 1)
     if factorizable:
-        B_scaled = B * (2.0 * spec.gamma)
-        coef_b = np.exp(-spec.gamma * norms_b).reshape((-1,) + (1,) * (coef.ndim - 1)) * coef
+        B_scaled = B * (np.float32(2.0 * spec.gamma) if single else 2.0 * spec.gamma)
+        coef_b = (np.exp(-spec.gamma * norms_b).reshape(coef_shape) * coef).astype(precision, copy=False)
+    coef_direct = coef.astype(precision, copy=False)
     rows = product_block_rows(n_b)
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
-        if factorizable and _rbf_factorizable(spec, norms_a[start:stop], norms_b):
-            block = inner_products(A[start:stop], B_scaled)
+        if factorizable and _rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
+            block = inner_products(A[start:stop], B_scaled, precision)
             np.exp(block, out=block)
-            part = block @ coef_b
-            part *= np.exp(-spec.gamma * norms_a[start:stop]).reshape((-1,) + (1,) * (coef.ndim - 1))
+            # scaled in float64 (the float32 product is widened first)
+            out[start:stop] = (block @ coef_b) * np.exp(-spec.gamma * norms_a[start:stop]).reshape(coef_shape)
         else:
-            block = inner_products(A[start:stop], B)
+            block = inner_products(A[start:stop], B, precision)
             block = apply_kernel_to_dots(block, spec, None if norms_a is None else norms_a[start:stop], norms_b)
-            part = block @ coef
-        out[start:stop] = part
-
-    _run_row_blocks(n_a, rows, one_block, n_threads)
-    return out
-
-
-# exp(+-80) is finite and normal in float32 (overflow at 88.7, the smallest normal at exp(-87.3)).
-RBF_FACTOR_LIMIT_FLOAT32 = 80.0
-
-
-def _kernel_product_float32(A, B, spec: KernelSpec, coef: np.ndarray, norms_a, norms_b,
-                            n_threads: int | None) -> np.ndarray:
-    """:func:`kernel_product` in float32 (its ``precision=np.float32``)."""
-    n_a, n_b = A.shape[0], B.shape[0]
-    out = np.zeros((n_a,) + coef.shape[1:])
-    if n_a == 0 or n_b == 0:
-        return out
-    A, B = _product_operands(A, B)
-    A, B = A.astype(np.float32, copy=False), B.astype(np.float32, copy=False)
-    if spec.name == "rbf":
-        norms_a = squared_norms(A) if norms_a is None else norms_a
-        norms_b = squared_norms(B) if norms_b is None else norms_b
-        factor_b = -spec.gamma * np.asarray(norms_b)
-        # Without the factorization, exp(-g |b|^2) would underflow: the direct form below is used.
-        max_b = float(np.max(norms_b, initial=0.0))
-        factorizable = bool(spec.gamma * max_b < RBF_FACTOR_LIMIT_FLOAT32)
-        if factorizable:
-            B_scaled = B * np.float32(2.0 * spec.gamma)
-            coef_b = (np.exp(factor_b).reshape((-1,) + (1,) * (coef.ndim - 1)) * coef).astype(np.float32)
-    else:
-        factorizable = False
-    coef32 = coef.astype(np.float32)
-    rows = product_block_rows(n_b)
-
-    def one_block(start: int) -> None:
-        stop = min(start + rows, n_a)
-        # 2g <a, b> <= g (|a|^2 + |b|^2): below the limit, no exp of the block overflows float32.
-        if factorizable and spec.gamma * (np.max(norms_a[start:stop], initial=0.0) + max_b) < RBF_FACTOR_LIMIT_FLOAT32:
-            block = np.asarray(A[start:stop] @ B_scaled.T, dtype=np.float32)
-            np.exp(block, out=block)
-            part = block @ coef_b
-            part = part * np.exp(-spec.gamma * norms_a[start:stop]).reshape((-1,) + (1,) * (coef.ndim - 1))
-        else:
-            block = np.asarray(A[start:stop] @ B.T, dtype=np.float32)
-            if spec.name == "rbf":
-                block *= np.float32(-2.0)
-                block += np.asarray(norms_a[start:stop], dtype=np.float32)[:, None]
-                block += np.asarray(norms_b, dtype=np.float32)[None, :]
-                np.maximum(block, np.float32(0.0), out=block)
-                block *= np.float32(-spec.gamma)
-                np.exp(block, out=block)
-            else:
-                block = apply_kernel_to_dots(block, spec, None, None).astype(np.float32, copy=False)
-            part = block @ coef32
-        out[start:stop] = part
+            out[start:stop] = block @ coef_direct
 
     _run_row_blocks(n_a, rows, one_block, n_threads)
     return out
@@ -335,12 +286,12 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
     return out
 
 
-def _rbf_factorizable(spec: KernelSpec, norms_a, norms_b) -> bool:
+def _rbf_factorizable(spec: KernelSpec, norms_a, norms_b, limit: float = RBF_FACTOR_LIMIT) -> bool:
     """Whether the RBF values of rows with squared norms ``norms_a`` against ``norms_b`` may be factorized as
-    ``exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: every exponent then stays below ``RBF_FACTOR_LIMIT`` (``2g <a, b>
+    ``exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: every exponent then stays below ``limit`` (``2g <a, b>
     <= g (|a|^2 + |b|^2)``), far from overflow.  Decided per row block, so that a block's values do not depend on
     the other rows (a memory-mapped X, predicted block by block, gives the in-memory result bit for bit)."""
-    return bool(spec.gamma * (np.max(norms_a, initial=0.0) + np.max(norms_b, initial=0.0)) < RBF_FACTOR_LIMIT)
+    return bool(spec.gamma * (np.max(norms_a, initial=0.0) + np.max(norms_b, initial=0.0)) < limit)
 
 
 def _rbf_exponent_operands(B: np.ndarray, norms_b: np.ndarray, gamma: float) -> np.ndarray:
