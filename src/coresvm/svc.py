@@ -569,6 +569,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         ball = self.solver in BALL_SOLVERS
         default_stopping = "adjmn" if self.solver == "mnsvm" else "meb"
         probe = BVM_PROBE if self.solver == "bvm" else 1
+        cache_bytes, core_set_bytes = cache_budgets(self.cache_size)  # 'auto' reads the available memory once
         return SolverOptions(
             core_set=core_set,
             n_candidates=int(self.n_candidates or candidates),
@@ -586,8 +587,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             max_time=float(time_share),
             eta=float(self.eta),
             seed=seed,
-            cache_bytes=cache_budgets(self.cache_size)[0],
-            core_set_bytes=cache_budgets(self.cache_size)[1],
+            cache_bytes=cache_bytes,
+            core_set_bytes=core_set_bytes,
             n_init=int(self.n_init),
             verbose=verbose,
             ball_rule=self.solver if ball else "",

@@ -200,11 +200,13 @@ def core_set_capacity(budget_bytes: int, tol: float) -> int:
 class CoreSetState:
     """The core set: its points, weights, gradient ``G = Q a`` on it, and its Gram matrix.
 
-    The Gram matrix is allocated once at the largest size the byte budget
-    allows.  NumPy takes that memory lazily from the OS (calloc), so only the
-    leading ``size x size`` block that is written becomes resident, and growing
-    the core set never copies it.  Entries are float32 unless the tolerance is
-    below 1e-3; the gradient is accumulated in float64 either way.
+    A fixed core set (:meth:`within_budget`: the gsvm family's SV Gram) is allocated once
+    at the largest size the byte budget allows; NumPy takes that memory lazily from the OS
+    (calloc), so only the leading ``size x size`` block that is written becomes resident.
+    A growable one (:meth:`growable`: the core-set loop) starts small and doubles,
+    copying its leading block, so its address space follows the points held.  Entries
+    are float32 unless the tolerance is below 1e-3; the gradient is accumulated in
+    float64 either way.
     """
 
     points: np.ndarray
@@ -213,6 +215,7 @@ class CoreSetState:
     diag: np.ndarray
     gram: np.ndarray  # capacity x capacity; the leading size x size block is Q restricted to the core set
     size: int = 0
+    limit: int = 0  # growable core sets (solve_core_set): the most points the budget allows; 0: fixed capacity
 
     @classmethod
     def within_budget(cls, budget_bytes: int, tol: float, max_points: int | None = None) -> CoreSetState:
@@ -225,25 +228,23 @@ class CoreSetState:
         capacity = core_set_capacity(budget_bytes, tol)
         if max_points is not None:
             capacity = max(1, min(capacity, int(max_points)))
-        return cls(
-            np.zeros(capacity, dtype=np.int64), np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
-            np.zeros((capacity, capacity), dtype=gram_dtype(tol)),
-        )
-
-    limit: int = 0  # growable core sets (solve_core_set): the most points the budget allows; 0: fixed capacity
+        return cls.empty(capacity, gram_dtype(tol))
 
     @classmethod
     def growable(cls, budget_bytes: int, tol: float, max_points: int, initial: int = 1024) -> CoreSetState:
-        """A core set that allocates its Gram matrix as it grows (doubling), up to what ``budget_bytes`` allow.
-
-        The address space stays proportional to the points held: a generous budget (``cache_size='auto'``)
-        reserves nothing up front.
-        """
+        """A core set that allocates its Gram matrix as it grows (doubling, :meth:`reserve`), up to what
+        ``budget_bytes`` allow: the address space stays proportional to the points held, so a generous budget
+        (``cache_size='auto'``) reserves nothing up front."""
         limit = max(1, min(core_set_capacity(budget_bytes, tol), int(max_points)))
-        core = cls.within_budget(min(limit, initial) * min(limit, initial) * np.dtype(gram_dtype(tol)).itemsize,
-                                 tol, max_points=min(limit, initial))
+        core = cls.within_budget(budget_bytes, tol, max_points=min(limit, initial))
         core.limit = limit
         return core
+
+    @classmethod
+    def empty(cls, capacity: int, dtype) -> CoreSetState:
+        """An empty core set with room for ``capacity`` points and a Gram matrix of ``dtype``."""
+        return cls(np.zeros(capacity, dtype=np.int64), np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
+                   np.zeros((capacity, capacity), dtype=dtype))
 
     @property
     def capacity(self) -> int:
@@ -258,16 +259,13 @@ class CoreSetState:
         needed = self.size + extra
         if needed <= self.capacity or self.capacity >= self.limit:
             return
-        new_capacity = min(self.limit, max(2 * self.capacity, needed))
         n = self.size
-        gram = np.zeros((new_capacity, new_capacity), dtype=self.gram.dtype)
-        gram[:n, :n] = self.gram[:n, :n]
-        self.gram = gram
+        grown = self.empty(min(self.limit, max(2 * self.capacity, needed)), self.gram.dtype)
+        grown.gram[:n, :n] = self.gram[:n, :n]
         for name in ("points", "alpha", "G", "diag"):
-            values = getattr(self, name)
-            grown = np.zeros(new_capacity, dtype=values.dtype)
-            grown[:n] = values[:n]
-            setattr(self, name, grown)
+            getattr(grown, name)[:n] = getattr(self, name)[:n]
+        for name in ("points", "alpha", "G", "diag", "gram"):
+            setattr(self, name, getattr(grown, name))
 
     def compact(self) -> None:
         """Drop points with zero weight (they re-enter if they violate again)."""
