@@ -128,3 +128,14 @@ def test_float32_kernel_product_never_overflows_between_two_moderate_norms():
         warnings.simplefilter("error", RuntimeWarning)
         fast = kernel_product(A, B, spec, coef, precision=np.float32)
     np.testing.assert_allclose(fast, kernel_product(A, B, spec, coef), rtol=1e-4)
+
+
+def test_cache_budgets_fixed_and_auto(monkeypatch):
+    import coresvm.cache as cache_module
+
+    assert cache_module.cache_budgets(50) == (50 * 2**20, 50 * 2**20)
+    assert cache_module.available_memory_bytes() > 0
+    monkeypatch.setattr(cache_module, "available_memory_bytes", lambda: 8 * 2**30)
+    assert cache_module.cache_budgets("auto") == (200 * 2**20, 4 * 2**30)  # half of the available memory
+    monkeypatch.setattr(cache_module, "available_memory_bytes", lambda: 2**20)
+    assert cache_module.cache_budgets("auto") == (200 * 2**20, 200 * 2**20)  # never below the kernel budget
