@@ -244,7 +244,7 @@ def test_info(capsys, files, tmp_path):
     run(capsys, "train", "-q", "-c", 10, "-g", 0.5, files / "iris.txt", tmp_path / "m.model")
     code, out, _ = run(capsys, "info", tmp_path / "m.model")
     assert code == 0
-    for text in ("native model, format version 1", "rbf exp(-0.5", "classes:          1 2 3", "coreset",
+    for text in ("native model, format version 2", "rbf exp(-0.5", "classes:          1 2 3", "coreset",
                  "theoretic", "one-vs-one", "fit status"):
         assert text in out, text
     code, out, _ = run(capsys, "info", "--json", tmp_path / "m.model")

@@ -15,6 +15,7 @@ import io
 import json
 import pickle
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,7 +130,7 @@ TAGS = ["__npy__", "__sparse__", "__numpy__", "__tuple__", "__items__", "__objar
 def test_edited_native_metadata(tmp_path, small, model_files, no_pickle, data):
     """Replace one attribute or parameter by a random JSON value or a random tagged value."""
     original = json.loads(zipfile.ZipFile(io.BytesIO(model_files["native"])).read("coresvm-model.json"))
-    section = data.draw(st.sampled_from(["attributes", "params"]))
+    section = data.draw(st.sampled_from(["fields", "params"]))
     name = data.draw(st.sampled_from(sorted(original[section])))
     tag = data.draw(st.sampled_from([None, *TAGS]))
     value = data.draw(JSON_VALUES)
@@ -156,21 +157,35 @@ def test_model_file_cannot_name_code_to_run(tmp_path, model_files, no_pickle, es
         load_model(path)
 
 
-def test_model_file_dataclass_tag_only_builds_coresvm_dataclasses(tmp_path, model_files, no_pickle):
+def test_model_file_dataclass_tag_only_builds_coresvm_dataclasses(tmp_path, no_pickle):
+    """Format version 1 tagged dataclasses (the kernel, the joint model); version 2 has no such tag."""
+    version_1 = (Path(__file__).parent / "data" / "v1_binary_dense.csvm").read_bytes()
     for target, match in [("os:system", "not part of coresvm"), ("coresvm.svc:warnings", "not a dataclass"),
                           ("coresvm.kernels:resolve_gamma", "not a dataclass")]:
         def edit(metadata, target=target):
             metadata["attributes"]["_kernel_spec"] = {"__dataclass__": target, "fields": {}}
 
         path = tmp_path / "m"
-        path.write_bytes(_rewrite_metadata(model_files["native"], edit))
+        path.write_bytes(_rewrite_metadata(version_1, edit))
         with pytest.raises(ModelFormatError, match=match):
+            load_model(path)
+
+
+def test_version_2_kernel_fields_are_checked(tmp_path, model_files, no_pickle):
+    for field, value in [("kernel", {"__dataclass__": "os:system", "fields": {}}), ("kernel", "exec"),
+                         ("kernel_gamma", "1"), ("kernel_degree", 2.5), ("kernel_coef0", None)]:
+        def edit(metadata, field=field, value=value):
+            metadata["fields"][field] = value
+
+        path = tmp_path / "m"
+        path.write_bytes(_rewrite_metadata(model_files["native"], edit))
+        with pytest.raises(ModelFormatError, match="not a kernel"):
             load_model(path)
 
 
 def test_deeply_nested_metadata_is_a_format_error(tmp_path, model_files):
     def edit(metadata):
-        metadata["attributes"]["solver_info_"] = "NEST"
+        metadata["fields"]["solver_info_"] = "NEST"
 
     blob = _rewrite_metadata(model_files["native"], edit)
     archive = zipfile.ZipFile(io.BytesIO(blob))

@@ -3,14 +3,19 @@
 Native format
 -------------
 A ZIP archive holding ``coresvm-model.json`` (format name and version, the
-coresvm version, the estimator's ``get_params()``, a human-readable summary and
-a description of every fitted attribute) and one ``.npy`` member per array,
-written and read with ``allow_pickle=False``.  The fitted state is captured
-generically: every instance attribute that is not a constructor parameter is
-stored, so attributes the estimator gains later are saved without changes
-here, and an attribute that cannot be stored without pickle is an error that
-names it.  Loading rebuilds the estimator from the same arrays, so its
-``decision_function`` equals the original's bit for bit.
+coresvm version, the estimator's class and ``get_params()``, a human-readable
+summary and the model's *fields*) and one ``.npy`` member per array field,
+written and read with ``allow_pickle=False``.
+
+Version 2 writes a declared set of fields per estimator (:data:`SCHEMAS`):
+stable names, each mapped to the attribute (or part of a composite attribute,
+such as the kernel or AESVC's ``SVC``) it is written from and read back into, so
+renaming a private attribute changes this table, not the files.  Attributes
+that are deliberately not written are listed with the reason in
+:data:`NOT_SAVED`; tests fail when a fitted attribute is in neither.  Version 1
+(coresvm 0.1.0 before the schema) stored ``vars(model)`` under the attribute
+names; :func:`load_model` still reads it.  Loading rebuilds the estimator from
+the same arrays, so its ``decision_function`` equals the original's bit for bit.
 
 LIBSVM format
 -------------
@@ -40,13 +45,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels import KernelSpec, squared_norms
+from .kernels import KERNEL_CODES, KernelSpec, squared_norms
 
 __all__ = ["ModelFormatError", "ModelFileNotFoundError", "load_model", "save_model", "model_summary", "FORMAT_NAME",
-           "FORMAT_VERSION"]
+           "FORMAT_VERSION", "Field", "SCHEMAS", "SHARED_PARTS", "NOT_SAVED", "schema_attributes"]
 
 FORMAT_NAME = "coresvm-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 METADATA_MEMBER = "coresvm-model.json"
 ARRAY_DIR = "arrays/"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -54,6 +59,139 @@ LIBSVM_KERNELS = {"linear": "linear", "poly": "polynomial", "rbf": "rbf", "sigmo
 KERNELS_FROM_LIBSVM = {value: key for key, value in LIBSVM_KERNELS.items()}
 # Attributes without which a loaded model cannot predict; a file lacking one is corrupt.
 REQUIRED_ATTRIBUTES = ("classes_", "support_vectors_", "intercept_", "_pair_coef", "_kernel_spec", "n_features_in_")
+
+
+# --------------------------------------------------------------------------- the version-2 schema
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One field of a version-2 model file.
+
+    Parameters
+    ----------
+    name : str
+        The field's name in the file (and of its ``.npy`` member): stable across coresvm versions.
+    attribute : str
+        The estimator attribute it is written from and read into; ``"attr.part"`` for a part of a
+        composite attribute (a field of a dataclass such as the kernel, an attribute of a nested
+        estimator, or ``get_params()`` of one), rebuilt on loading from all its parts.
+    required : bool, default=True
+        Whether every fitted model has it; an optional field is left out when the attribute is missing
+        (or the composite attribute is None) and then not set on loading.
+    """
+
+    name: str
+    attribute: str
+    required: bool = True
+
+
+def _fields(*specs) -> tuple[Field, ...]:
+    """Fields from ``name`` (file name = attribute name), ``(name, attribute)`` or ``(name, attribute, required)``."""
+    return tuple(Field(spec, spec) if isinstance(spec, str) else Field(*spec) for spec in specs)
+
+
+OPTIONAL = False
+_KERNEL_FIELDS = (("kernel", "_kernel_spec.name"), ("kernel_gamma", "_kernel_spec.gamma"),
+                  ("kernel_coef0", "_kernel_spec.coef0"), ("kernel_degree", "_kernel_spec.degree"))
+_COMMON_FIELDS = ("n_features_in_", ("feature_names_in_", "feature_names_in_", OPTIONAL), "gamma_", *_KERNEL_FIELDS)
+
+# Per estimator (by the public name files record), every field a version-2 file holds, in file order.
+SCHEMAS: dict[str, tuple[Field, ...]] = {
+    "coresvm.CoreSVC": _fields(
+        *_COMMON_FIELDS,
+        "classes_", "support_", "support_vectors_", "n_support_", "dual_coef_", "intercept_",
+        ("sv_norms", "_sv_norms"),
+        # one-vs-one and one-vs-rest: one coefficient column per binary problem, and which of the two
+        ("pair_coef", "_pair_coef", OPTIONAL),
+        ("decomposition", "_decomposition", OPTIONAL),
+        # multiclass='joint' (joint.JointModel; its support and intercept are support_ and intercept_)
+        ("joint_support_class", "_joint_model.support_class", OPTIONAL),
+        ("joint_alpha", "_joint_model.alpha", OPTIONAL),
+        ("joint_coef", "_joint_model.coef", OPTIONAL),
+        ("joint_rho", "_joint_model.rho", OPTIONAL),
+        ("joint_info", "_joint_model.info", OPTIONAL),
+        ("probA_", "probA_", OPTIONAL), ("probB_", "probB_", OPTIONAL),
+        "n_iter_", "solver_info_", "fit_status_",
+        # the solution a warm_start fit of the loaded model starts from (svc.CoreSVC._previous_solution)
+        ("warm_started_", "warm_started_", OPTIONAL),
+        ("fitted_multiclass", "_fitted_multiclass", OPTIONAL),
+        ("warm_rows", "_warm_rows", OPTIONAL), ("warm_alpha", "_warm_alpha", OPTIONAL),
+        ("warm_offsets", "_warm_offsets", OPTIONAL), ("warm_support_classes", "_warm_support_classes", OPTIONAL),
+        ("warm_C", "_warm_C", OPTIONAL),
+        # the LIBSVM index base of the training file (command line), for predict and format='libsvm'
+        ("libsvm_index_base_", "libsvm_index_base_", OPTIONAL),
+    ),
+    "coresvm.CoreOneClassSVM": _fields(
+        *_COMMON_FIELDS,
+        "C_", "calibration_", "support_", "support_vectors_", "dual_coef_", ("sv_norms", "_sv_norms"),
+        "rho_", "offset_", "intercept_", "n_iter_", "solver_info_", "fit_status_",
+    ),
+    "coresvm.AESVC": _fields(
+        *_COMMON_FIELDS,
+        "classes_", "support_", "support_vectors_", "n_support_", "dual_coef_", "intercept_", "fit_status_",
+        "n_iter_", "rs_size_per_class_", "rs_fraction_", "derive_time_", "max_residual_",
+        ("sparse_fit", "_sparse_fit"),
+        # the scikit-learn SVC trained on the representative set, which predicts; its arrays shared with
+        # the AESVC's own attributes are written once (SHARED_PARTS)
+        ("svc_params", "svm_.get_params()"),
+        ("svc_support", "svm_.support_"),
+        ("svc_dual_coef", "svm_._dual_coef_"),
+        ("svc_intercept", "svm_._intercept_"),
+        ("svc_prob_a", "svm_._probA"), ("svc_prob_b", "svm_._probB"),
+        ("svc_gamma", "svm_._gamma"),
+        ("svc_sparse", "svm_._sparse"),
+        ("svc_shape_fit", "svm_.shape_fit_"),
+        ("svc_class_weight", "svm_.class_weight_"),
+        ("svc_num_iter", "svm_._num_iter"),
+        ("svc_effective_probability", "svm_._effective_probability", OPTIONAL),
+    ),
+}
+
+# Parts of a composite attribute that are another attribute of the estimator (the same object), written once:
+# {composite attribute: {part: estimator attribute}}.
+SHARED_PARTS: dict[str, dict[str, str]] = {
+    "_joint_model": {"support": "support_", "intercept": "intercept_"},
+    "svm_": {"classes_": "classes_", "support_vectors_": "support_vectors_", "_n_support": "n_support_",
+             "dual_coef_": "dual_coef_", "intercept_": "intercept_", "fit_status_": "fit_status_",
+             "n_iter_": "n_iter_", "n_features_in_": "n_features_in_"},
+}
+
+# Fitted attributes that are deliberately not written, with the reason ("attr.part" for a composite's part).
+NOT_SAVED: dict[str, dict[str, str]] = {
+    "coresvm.CoreSVC": {
+        "_kernel_rows": "kernel rows a warm_start fit keeps for the next fit on the same X in this process "
+                        "(up to cache_size of memory; a warm fit rebuilds them)",
+        "_dot_rows": "inner products a warm_start fit keeps for the next fit on the same X in this process",
+    },
+    "coresvm.CoreOneClassSVM": {},
+    "coresvm.AESVC": {
+        "representative_set_": "DeriveRS's diagnostics, with arrays over every training row (segment_of, "
+                               "residual); prediction reads svm_, and rs_*_ and max_residual_ are saved",
+        "rs_from_cache_": "whether this process's representative-set cache answered the fit",
+    },
+}
+
+
+def schema_attributes(estimator: str) -> set[str]:
+    """The estimator attributes a version-2 file holds: top-level attributes of the fields and ``attr.part``
+    names of composite parts, those shared with other attributes included (:data:`SHARED_PARTS`).
+
+    Parameters
+    ----------
+    estimator : str
+        A key of :data:`SCHEMAS`, e.g. ``"coresvm.CoreSVC"``.
+
+    Returns
+    -------
+    set of str
+    """
+    names = set()
+    for field in SCHEMAS[estimator]:
+        names.add(field.attribute)
+        owner, dot, _ = field.attribute.partition(".")
+        if dot:
+            names.add(owner)
+            names.update(f"{owner}.{part}" for part in SHARED_PARTS.get(owner, {}))
+    return names
 
 
 class ModelFormatError(ValueError):
@@ -87,26 +225,35 @@ def _model_path_errors(path: Path):
 
 # --------------------------------------------------------------------------- public API
 def save_model(model, path: str | os.PathLike, format: str = "native") -> None:
-    """Write a fitted :class:`~coresvm.CoreSVC` to ``path``.
+    """Write a fitted :class:`~coresvm.CoreSVC`, :class:`~coresvm.CoreOneClassSVM` or :class:`~coresvm.AESVC`
+    to ``path``.
 
     Parameters
     ----------
-    model : CoreSVC
-        A fitted estimator.
+    model : CoreSVC, CoreOneClassSVM or AESVC
+        A fitted estimator (the LIBSVM format holds CoreSVC models only).
     path : str or path-like
         Output file; it is replaced if it exists (written to a temporary file
         first, so a failed save never leaves a half-written model behind).
     format : {'native', 'libsvm'}, default='native'
-        'native': the full model with its metadata (JSON + ``.npy`` arrays in one
-        ZIP archive, no pickle).  'libsvm': LIBSVM's text model format, which
+        'native': the model's fields (:data:`SCHEMAS`) with its metadata (JSON +
+        ``.npy`` arrays in one ZIP archive, no pickle), format version 2.  'libsvm': LIBSVM's text model format, which
         LIBSVM's ``svm_load_model``/``svm-predict`` read; it keeps only what LIBSVM
         can express (kernel, support vectors, coefficients, ``rho``, labels).
 
     Raises
     ------
     ValueError
-        If the model is not fitted, a parameter or attribute cannot be stored
-        without pickle, or (LIBSVM) the labels are not integers.
+        If the model is not fitted or not one of these estimators, a parameter or
+        field cannot be stored without pickle, or (LIBSVM) the labels are not
+        integers.
+
+    Warns
+    -----
+    UserWarning
+        Naming attributes of ``model`` that are neither fields of the format nor
+        declared unsaved (:data:`NOT_SAVED`), e.g. set by the caller: they are
+        not written.
     """
     _check_fitted(model)
     if format == "native":
@@ -128,7 +275,8 @@ def save_model(model, path: str | os.PathLike, format: str = "native") -> None:
 def load_model(path: str | os.PathLike):
     """Read a model written by :func:`save_model` (native or LIBSVM text).
 
-    The format is recognized from the file's content, not its name.  A LIBSVM
+    The format is recognized from the file's content, not its name; native files
+    of format versions 1 and 2 are read.  A LIBSVM
     model (also one written by LIBSVM itself) becomes a CoreSVC that predicts
     like it; its training indices ``support_`` are unknown and set to -1.  Its
     classes are sorted, so a voting tie between three or more classes goes to the
@@ -140,7 +288,7 @@ def load_model(path: str | os.PathLike):
 
     Returns
     -------
-    CoreSVC
+    CoreSVC, CoreOneClassSVM or AESVC
         A fitted estimator.
 
     Raises
@@ -180,34 +328,54 @@ def read_metadata(path: str | os.PathLike) -> dict:
 
 
 def model_summary(model) -> dict:
-    """JSON-ready description of a fitted CoreSVC: kernel, solver, classes, #SV, bias rule, status."""
+    """JSON-ready description of a fitted model: kernel, solver, classes, #SV, bias rule, status."""
     params = model.get_params(deep=False)
     spec = model._kernel_spec
-    bias = params.get("bias", True)
+    classes = getattr(model, "classes_", [-1, 1])  # one-class: the labels predict gives
+    n_support = getattr(model, "n_support_", None)
+    if n_support is None:  # one-class: all SVs are of the one class
+        n_support = [len(model.support_)]
     info = getattr(model, "solver_info_", []) or []
+    if isinstance(info, dict):  # one-class: one solver record
+        info = [info]
     return {
         "estimator": type(model).__name__,
-        "solver": params.get("solver"),
+        "solver": params.get("solver", "libsvm" if hasattr(model, "svm_") else None),
         "kernel": spec.name,
         "gamma": float(spec.gamma),
         "degree": int(spec.degree),
         "coef0": float(spec.coef0),
         "C": params.get("C"),
         "tol": params.get("tol"),
-        "classes": _jsonable_list(model.classes_),
+        "classes": _jsonable_list(classes),
         "n_features": int(model.n_features_in_),
-        "n_support": [int(v) for v in getattr(model, "n_support_", [])],
+        "n_support": [int(v) for v in n_support],
         "support_vectors": "csr" if sp.issparse(model.support_vectors_) else f"dense {model.support_vectors_.dtype}",
-        "bias_rule": "theoretic: b = sum_i alpha_i y_i / rho" if bias else "none (b = 0)",
+        "bias_rule": _bias_summary(model, params),
         "multiclass": _multiclass_summary(model),
         "decision_function_shape": params.get("decision_function_shape"),
         "fit_status": int(getattr(model, "fit_status_", 0)),
-        "iterations": [int(v) for v in getattr(model, "n_iter_", [])],
+        "iterations": [int(v) for v in np.atleast_1d(getattr(model, "n_iter_", []))],
         "statuses": [str(record.get("status")) for record in info if isinstance(record, dict)],
     }
 
 
+def _bias_summary(model, params: dict) -> str:
+    if not hasattr(model, "classes_"):
+        return "none; offset_ is the nu-quantile of the training scores"
+    if hasattr(model, "svm_"):
+        return "LIBSVM's (scikit-learn SVC on the representative set)"
+    bias = params.get("bias", "theoretic")  # CoreSVC's bias: a rule name, or a bool (True is 'theoretic')
+    if bias is False or bias == "none":
+        return "none (b = 0)"
+    if bias == "kkt":
+        return "kkt: average of the KKT conditions over the support vectors"
+    return "theoretic: b = sum_i alpha_i y_i / rho"
+
+
 def _multiclass_summary(model) -> str:
+    if not hasattr(model, "classes_"):
+        return "one-class"
     if getattr(model, "_joint_model", None) is not None:
         return "joint (all-at-once, Strack 2013 sec. 5.4): argmax of one score per class"
     if len(model.classes_) == 2:
@@ -218,28 +386,56 @@ def _multiclass_summary(model) -> str:
 
 
 # --------------------------------------------------------------------------- native: write
+def _estimator_name(model) -> str:
+    """The model's key in :data:`SCHEMAS` (its public import path)."""
+    name = f"coresvm.{type(model).__name__}"
+    if name not in SCHEMAS or _estimator_classes()[name] is not type(model):
+        raise ValueError(f"cannot save a {type(model).__qualname__}: model files hold {', '.join(SCHEMAS)} models")
+    return name
+
+
+_MISSING = object()
+
+
+def _attribute_value(model, attribute: str):
+    """The value of ``attribute`` (``"attr.part"``: a part of a composite attribute), or ``_MISSING``."""
+    owner, dot, part = attribute.partition(".")
+    value = getattr(model, owner, _MISSING)
+    if not dot or value is _MISSING:
+        return value
+    if value is None:
+        return _MISSING  # an optional composite (a CoreSVC's _joint_model outside multiclass='joint')
+    if part == "get_params()":
+        return value.get_params(deep=False)
+    return getattr(value, part, _MISSING)
+
+
 def _native_bytes(model) -> bytes:
     from . import __version__
 
+    estimator = _estimator_name(model)
     params = model.get_params(deep=False)
     arrays: dict[str, np.ndarray] = {}
     encoded_params = {}
     for name, value in params.items():
         encoded_params[name] = _encode_json_value(value, f"parameter {name!r}")
-    attributes = {}
-    for name, value in vars(model).items():
-        if name in params or getattr(type(value), "transient", False) is True:
-            continue  # transient: what a fit keeps for the next warm fit (svc._DotRows), rebuilt by it
-        attributes[name] = _encode_attribute(name, value, arrays)
-    cls = type(model)
+    fields = {}
+    for field in SCHEMAS[estimator]:
+        value = _attribute_value(model, field.attribute)
+        if value is _MISSING:
+            if field.required:
+                raise ValueError(f"cannot save the model: it has no {field.attribute!r} (field {field.name!r})")
+            continue
+        fields[field.name] = _encode_attribute(field.name, value, arrays, f"attribute {field.attribute!r}")
+    _warn_unsaved(model, estimator, params)
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "coresvm_version": __version__,
-        "estimator": f"{cls.__module__}.{cls.__qualname__}",
+        "estimator": estimator,
         "params": encoded_params,
         "summary": model_summary(model),
-        "attributes": attributes,
+        "fields": fields,
     }
     # allow_nan: solver records may hold inf (a gap never computed); Python's json reads it back.
     text = json.dumps(metadata, indent=1, allow_nan=True)
@@ -253,8 +449,22 @@ def _native_bytes(model) -> bytes:
     return buffer.getvalue()
 
 
-def _encode_attribute(name: str, value, arrays: dict) -> Any:
-    what = f"fitted attribute {name!r}"
+def _warn_unsaved(model, estimator: str, params: dict) -> None:
+    """Warn about attributes neither in the schema nor declared unsaved (e.g. set by the user): not written."""
+    known = schema_attributes(estimator) | set(NOT_SAVED[estimator]) | set(params)
+    unknown = sorted(name for name, value in vars(model).items()
+                     if name not in known and getattr(type(value), "transient", False) is not True)
+    if unknown:
+        warnings.warn(
+            f"{type(model).__name__} attributes {', '.join(unknown)} are not part of the model file format "
+            "and are not saved",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def _encode_attribute(name: str, value, arrays: dict, what: str) -> Any:
+    """``value`` as JSON, its arrays added to ``arrays`` as members named after ``name``."""
     if sp.issparse(value):
         if value.format not in ("csr", "csc"):
             value = value.tocsr()
@@ -305,12 +515,6 @@ def _encode_json_value(value, what: str) -> Any:
             return {"__objarray__": value.ravel().tolist(), "shape": list(value.shape)}
         if value.dtype != object:
             return {"__array__": value.tolist(), "dtype": value.dtype.str, "shape": list(value.shape)}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        cls = type(value)
-        if not cls.__module__.startswith("coresvm."):
-            raise ValueError(f"cannot store {what}: dataclass {cls.__qualname__} is not part of coresvm")
-        fields = {f.name: _encode_json_value(getattr(value, f.name), what) for f in dataclasses.fields(value)}
-        return {"__dataclass__": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
     raise ValueError(
         f"cannot store {what}: a value of type {type(value).__name__} has no JSON form and model files never "
         "use pickle (use plain numbers, strings, lists or dicts, e.g. an int random_state)"
@@ -353,8 +557,9 @@ def _load_native(path: Path):
     with _open_archive(path) as archive:
         metadata = _read_metadata(archive, path)
         try:
-            estimator_cls = _estimator_class(metadata.get("estimator"))
-            params = {name: _decode(value, archive) for name, value in metadata["params"].items()}
+            version = metadata["format_version"]
+            estimator_cls = _estimator_class(metadata.get("estimator"), version)
+            params = {name: _decode(value, archive, version) for name, value in metadata["params"].items()}
             known = estimator_cls().get_params(deep=False)
             unknown = sorted(set(params) - set(known))
             if unknown:
@@ -363,8 +568,11 @@ def _load_native(path: Path):
                     f"({', '.join(unknown)}); it was written by coresvm {metadata.get('coresvm_version')}"
                 )
             model = estimator_cls(**params)
-            for name, value in metadata["attributes"].items():
-                setattr(model, name, _decode(value, archive))
+            if version == 1:
+                for name, value in metadata["attributes"].items():
+                    setattr(model, name, _decode(value, archive, version))
+            else:
+                _set_fields(model, metadata, archive, path)
         except ModelFormatError:
             raise
         except (KeyError, TypeError, AttributeError, IndexError, zipfile.BadZipFile, zlib.error, EOFError, OSError,
@@ -374,18 +582,98 @@ def _load_native(path: Path):
     return model
 
 
-def _estimator_class(name):
+def _set_fields(model, metadata: dict, archive: zipfile.ZipFile, path: Path) -> None:
+    """Set a version-2 file's fields on ``model``: plain attributes first, then the composites from their parts."""
+    estimator = metadata["estimator"]
+    stored = metadata["fields"]
+    if not isinstance(stored, dict):
+        raise ModelFormatError(f"{path}: corrupt model metadata (fields of type {type(stored).__name__})")
+    schema = {field.name: field for field in SCHEMAS[estimator]}
+    unknown = sorted(set(stored) - set(schema))
+    if unknown:
+        raise ModelFormatError(
+            f"{path}: the model file has fields this coresvm's {type(model).__name__} does not know "
+            f"({', '.join(unknown)}); it was written by coresvm {metadata.get('coresvm_version')}"
+        )
+    missing = [name for name, field in schema.items() if field.required and name not in stored]
+    if missing:
+        raise ModelFormatError(f"{path}: corrupt model file (missing {', '.join(missing)})")
+    parts: dict[str, dict[str, Any]] = {}
+    for name, field in schema.items():
+        if name not in stored:
+            continue
+        value = _decode(stored[name], archive, 2)
+        owner, dot, part = field.attribute.partition(".")
+        if dot:
+            parts.setdefault(owner, {})[part] = value
+        else:
+            setattr(model, owner, value)
+    for owner, build in _COMPOSITES.items():
+        if any(field.attribute.startswith(owner + ".") for field in schema.values()):
+            setattr(model, owner, build(model, parts.get(owner, {})))
+
+
+def _build_kernel(model, parts: dict) -> KernelSpec:
+    name, gamma, coef0, degree = parts["name"], parts["gamma"], parts["coef0"], parts["degree"]
+    numbers = (gamma, coef0, degree)
+    if (not isinstance(name, str) or name not in KERNEL_CODES
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in numbers)
+            or not np.all(np.isfinite(numbers)) or int(degree) != degree):
+        raise ValueError(f"not a kernel: {name!r} with gamma {gamma!r}, coef0 {coef0!r}, degree {degree!r}")
+    return KernelSpec(name, float(gamma), float(coef0), int(degree))
+
+
+def _build_joint(model, parts: dict):
+    if not parts:
+        return None  # fitted one-vs-one or one-vs-rest, as CoreSVC.fit leaves it
+    from .joint import JointModel
+
+    shared = {part: getattr(model, attribute) for part, attribute in SHARED_PARTS["_joint_model"].items()}
+    return JointModel(**shared, **parts)
+
+
+def _build_svc(model, parts: dict):
+    from sklearn.svm import SVC
+
+    params = parts.pop("get_params()")
+    if not isinstance(params, dict):
+        raise ValueError("svc_params is not a dict of parameters")
+    known = SVC().get_params(deep=False)
+    svc = SVC(**{name: value for name, value in params.items() if name in known})
+    for part, attribute in SHARED_PARTS["svm_"].items():
+        setattr(svc, part, getattr(model, attribute))
+    for part, value in parts.items():
+        setattr(svc, part, value)
+    return svc
+
+
+# How each composite attribute is rebuilt from its parts (Field.attribute "attr.part").
+_COMPOSITES = {"_kernel_spec": _build_kernel, "_joint_model": _build_joint, "svm_": _build_svc}
+
+
+def _estimator_classes() -> dict:
+    from .aesvc import AESVC
+    from .oneclass import CoreOneClassSVM
     from .svc import CoreSVC
 
+    return {"coresvm.CoreSVC": CoreSVC, "coresvm.CoreOneClassSVM": CoreOneClassSVM, "coresvm.AESVC": AESVC}
+
+
+def _estimator_class(name, version: int):
     # Only coresvm's own estimators are instantiated: the file names a class, never code to run.
-    if not isinstance(name, str) or not name.startswith("coresvm.") or not name.endswith(".CoreSVC"):
-        raise ModelFormatError(f"unsupported estimator {name!r} in model file (expected coresvm's CoreSVC)")
-    return CoreSVC
+    if version == 1:  # version 1 recorded the defining module (coresvm.svc.CoreSVC) and held CoreSVC models only
+        if isinstance(name, str) and name.startswith("coresvm.") and name.endswith(".CoreSVC"):
+            return _estimator_classes()["coresvm.CoreSVC"]
+    elif name in SCHEMAS:
+        return _estimator_classes()[name]
+    raise ModelFormatError(f"unsupported estimator {name!r} in model file (expected one of {', '.join(SCHEMAS)})")
 
 
-def _decode(value, archive: zipfile.ZipFile):
+def _decode(value, archive: zipfile.ZipFile, version: int):
+    """A JSON value of a ``version`` file back to Python (the tags of :func:`_encode_json_value`); version 1 files
+    also tag dataclasses of coresvm (version 2 writes their fields as fields of the schema)."""
     if isinstance(value, list):
-        return [_decode(item, archive) for item in value]
+        return [_decode(item, archive, version) for item in value]
     if not isinstance(value, dict):
         return value
     if "__npy__" in value:
@@ -406,24 +694,24 @@ def _decode(value, archive: zipfile.ZipFile):
     if "__numpy__" in value:
         return np.dtype(value["__numpy__"]).type(value["value"])
     if "__tuple__" in value:
-        return tuple(_decode(item, archive) for item in value["__tuple__"])
+        return tuple(_decode(item, archive, version) for item in value["__tuple__"])
     if "__items__" in value:
-        return {_decode(k, archive): _decode(v, archive) for k, v in value["__items__"]}
+        return {_decode(k, archive, version): _decode(v, archive, version) for k, v in value["__items__"]}
     if "__objarray__" in value:
         array = np.empty(len(value["__objarray__"]), dtype=object)
         array[:] = value["__objarray__"]
         return array.reshape(value["shape"])
     if "__array__" in value:
         return np.array(value["__array__"], dtype=np.dtype(value["dtype"])).reshape(value["shape"])
-    if "__dataclass__" in value:
+    if "__dataclass__" in value and version == 1:
         module_name, _, qualname = value["__dataclass__"].partition(":")
         if not module_name.startswith("coresvm."):
             raise ValueError(f"dataclass {value['__dataclass__']!r} is not part of coresvm")
         cls = getattr(importlib.import_module(module_name), qualname)
         if not dataclasses.is_dataclass(cls):
             raise ValueError(f"{value['__dataclass__']!r} is not a dataclass")
-        return cls(**{name: _decode(item, archive) for name, item in value["fields"].items()})
-    return {key: _decode(item, archive) for key, item in value.items()}
+        return cls(**{name: _decode(item, archive, version) for name, item in value["fields"].items()})
+    return {key: _decode(item, archive, version) for key, item in value.items()}
 
 
 def _read_array(archive: zipfile.ZipFile, member: str) -> np.ndarray:
@@ -439,6 +727,9 @@ def _read_array(archive: zipfile.ZipFile, member: str) -> np.ndarray:
 
 def _check_consistent(model, path) -> None:
     """Catch files that parse but cannot be a model (edited or mixed-up members)."""
+    if not isinstance(model, _estimator_classes()["coresvm.CoreSVC"]):
+        _check_consistent_other(model, path)
+        return
     if getattr(model, "_joint_model", None) is not None:
         _check_consistent_joint(model, path)
         return
@@ -473,6 +764,26 @@ def _check_consistent(model, path) -> None:
     if model.support_vectors_.shape[1] != model.n_features_in_:
         problems.append(f"{model.support_vectors_.shape[1]} SV columns for {model.n_features_in_} features")
     if hasattr(model, "_sv_norms") and np.shape(model._sv_norms) != (n_sv,):
+        problems.append("SV norms of the wrong length")
+    if problems:
+        raise ModelFormatError(f"{path}: corrupt model file ({'; '.join(problems)})")
+
+
+def _check_consistent_other(model, path) -> None:
+    """CoreOneClassSVM and AESVC: the support vectors, their coefficients and the kernel fit together."""
+    svs, coef = model.support_vectors_, model.dual_coef_
+    ok = (isinstance(model._kernel_spec, KernelSpec)
+          and (sp.issparse(svs) or isinstance(svs, np.ndarray)) and svs.ndim == 2 and svs.dtype.kind == "f"
+          and (sp.issparse(coef) or isinstance(coef, np.ndarray)) and coef.ndim == 2 and coef.dtype.kind == "f"
+          and isinstance(model.n_features_in_, (int, np.integer)) and not isinstance(model.n_features_in_, bool))
+    if not ok:
+        raise ModelFormatError(f"{path}: corrupt model file (wrong type of a kernel, SV or coefficient field)")
+    problems = []
+    if svs.shape[1] != model.n_features_in_:
+        problems.append(f"{svs.shape[1]} SV columns for {model.n_features_in_} features")
+    if coef.shape[1] != svs.shape[0]:
+        problems.append(f"{coef.shape[1]} coefficients for {svs.shape[0]} SVs")
+    if hasattr(model, "_sv_norms") and np.shape(model._sv_norms) != (svs.shape[0],):
         problems.append("SV norms of the wrong length")
     if problems:
         raise ModelFormatError(f"{path}: corrupt model file ({'; '.join(problems)})")
