@@ -225,7 +225,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         machine (the kernel without its ``+1``), ``intercept_ == 0``.  True and
         False mean 'theoretic' and 'none'.
     eta : float, default=1.0
-        Over-relaxation factor in [1, 2) applied to every line-search step.
+        Over-relaxation factor in [1, 2) applied to every line-search step
+        (Strack 2013, sec. 5.3, eq. 5.6: ``min(eta beta, alpha_u)``); each step still
+        lowers the objective, by ``eta (2 - eta)`` times the exact step's decrease.
+        'sphere' and 'mnsvm' keep their SV Gram in float64 when ``eta > 1``.
     stopping : {'mn', 'adjmn', 'meb'} or None, default=None
         Stopping rule of 'bvm', 'sphere' and 'mnsvm' (gsvm ``-p``, Strack 2013
         sec. 2.10): a sampled point violates when ``(||c||^2 - g_i) / ||c||^2 >

@@ -9,7 +9,14 @@ import numpy as np
 
 from ..cache import ColumnCache
 from ..problem import SimplexProblem
-from .core_set import SWEEP_MAX_POINTS, CoreSetState, _exact_gradient, draw_distinct, solve_core_set
+from .core_set import (
+    FLOAT32_GRAM_MIN_TOL,
+    SWEEP_MAX_POINTS,
+    CoreSetState,
+    _exact_gradient,
+    draw_distinct,
+    solve_core_set,
+)
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
 from .geometric import (
     BALL_RULES,
@@ -320,6 +327,25 @@ def _ball_result(problem, options, rng, support, alpha, n_iter, status, start, r
                    rounds=rounds, eps=eps, stop_value=stop_value, gap_points=n_checked, **extra)
 
 
+def ball_gram_tol(eps: float, eta: float) -> float:
+    """The tolerance that sizes the SVs' Gram of 'sphere' and 'mnsvm' (``core_set.gram_dtype``: float32 from 1e-3).
+
+    Over-relaxed runs (``eta > 1``) always get a float64 Gram.  The tracked ``||c||^2`` is updated
+    with the step's curvature from the float64 diagonal, the gradients with float32 Gram rows; each
+    step leaves an error of order ``beta^2 * 1e-7``.  Over-relaxation takes many more long steps
+    (it overshoots, and drops and re-adds SVs), and on 600 points at C=10-1000 the error reached
+    2e-3 of ``||c||^2`` at eta=1.9 (3.8e-6 at eta=1): more than ``eps = 1e-3``.  The mn/adjmn
+    thresholds ``(1 - eps) ||c||^2`` then stay above the SVs' gradients for ever, and the run never
+    stops (issue 29; with float64 it converged in 2.4k-8.4k iterations).  Strack 2013, sec. 5.3,
+    eq. 5.6 has no other safeguard: the step ``min(eta beta^, alpha_u)`` with eta in [1, 2) still
+    lowers ``||c||^2`` by ``eta (2 - eta)`` times the exact step's decrease, so eta near 2 is slow
+    but not divergent.
+    """
+    if eta == 1.0:
+        return eps
+    return min(eps, float(np.nextafter(FLOAT32_GRAM_MIN_TOL, 0.0)))
+
+
 def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     eps = ball_eps(problem, options)
     stages = np.array(multiscale_schedule(eps) if options.multiscale else [eps])
@@ -328,8 +354,8 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     m = problem.n_points
     tracking = options.track_every_point and tracks_every_point(problem, options.cache_bytes)
     # a small problem keeps the rows of Q beside the SV Gram, each at most m x m, half the budget
-    gram = CoreSetState.within_budget(options.cache_bytes // 2 if tracking else options.cache_bytes, eps,
-                                      max_points=m if tracking else None).gram
+    gram = CoreSetState.within_budget(options.cache_bytes // 2 if tracking else options.cache_bytes,
+                                      ball_gram_tol(eps, options.eta), max_points=m if tracking else None).gram
     strata_ptr, strata_order = _strata(problem.y, options.stratified)
     features = block_search_features(problem, gram.shape[0]) if options.block_search and not tracking else None
     start = time.perf_counter()
