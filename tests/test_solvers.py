@@ -1,5 +1,7 @@
 """Every engine solver against an independent exact QP solution on small problems."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -316,3 +318,75 @@ def test_cvm_uses_libcvm_eps_heuristic_by_default():
     model = CoreSVC(solver="cvm", C=10.0, gamma=1.0, random_state=0).fit(X, y)
     assert model.solver_info_[0]["eps"] == pytest.approx(default_eps("meb", 2.0 + 0.1, 10.0))
     assert model.score(X, y) > 0.9
+
+
+def _meb_distances(model, X, y, C, gamma):
+    """Squared distances of every point to the fitted centre, r^2 = Delta^2 - ||c||^2 (Frandi et al. 2013, eq. 20)
+    and the margin-relative gap of the default rule."""
+    problem = SimplexProblem(X, np.where(y > 0, 1.0, -1.0), np.full(len(y), C), KernelSpec("rbf", gamma=gamma))
+    Q = problem.dense_Q()
+    alpha = np.zeros(len(y))
+    weights = np.abs(model.dual_coef_[0])  # a_i y_i / rho: the weights up to their sum, which is 1
+    alpha[model.support_] = weights / weights.sum()
+    G = Q @ alpha
+    norm2 = alpha @ G
+    return np.diag(Q) + norm2 - 2 * G, Q[0, 0] - norm2, (norm2 - G.min()) / norm2
+
+
+@pytest.mark.parametrize("solver", ["fw", "mfw", "swap", "partan"])
+def test_frank_wolfe_meb_stop_is_the_papers_test_on_every_point(solver):
+    """stopping='meb' (Frandi et al. 2013, Alg. 2 line 8): with the full search every point is within
+    (1 + eps) r of the centre, r^2 = Delta^2 - ||c||^2; the default rule (tol relative to the margin
+    ||c||^2) is a different stop: at tol = eps it runs far longer, and the meb stop leaves a margin gap
+    far above eps (it is delta r^2 / (2 ||c||^2), and r^2 / ||c||^2 is about 1,300 here)."""
+    from coresvm import CoreSVC
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 3)
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.randn(300) > 0, 1, -1)
+    C, gamma, eps = 10.0, 0.5, 1e-3
+    common = dict(solver=solver, C=C, gamma=gamma, search="full", random_state=0)
+    model = CoreSVC(stopping="meb", eps=eps, **common).fit(X, y)
+    info = model.solver_info_[0]
+    assert info["status"] == "converged" and info["eps"] == eps
+    distance2, radius2, margin_gap = _meb_distances(model, X, y, C, gamma)
+    assert distance2.max() <= (1 + eps) ** 2 * radius2 * (1 + 1e-9)
+    assert info["relative_gap"] == pytest.approx(distance2.max() / radius2 - 1, rel=1e-6, abs=1e-9)
+    assert margin_gap > 100 * eps  # not the default rule's stop at tol = eps
+
+    default = CoreSVC(tol=eps, max_iter=20_000, **common)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 'fw' and 'partan' do not reach tol = 1e-3 within max_iter
+        default.fit(X, y)
+    assert default.solver_info_[0]["iterations"] > 10 * info["iterations"]
+    assert "eps" not in default.solver_info_[0]
+
+
+def test_frank_wolfe_meb_stop_with_the_59_point_search():
+    """The paper's randomized search (Frandi et al. 2013, sec. 5.2.3): the test sees 59 random points
+    (plus the active ones, and a clean sample is confirmed on a fresh one), so the stop is probabilistic:
+    with probability >= 1 - 0.95^59 = 0.95 the furthest sampled point is among the 5% furthest, i.e.
+    at most 5% of the points are outside the (1 + eps)-ball. Checked on every point at the end."""
+    from coresvm import CoreSVC
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 3)
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.randn(300) > 0, 1, -1)
+    C, gamma, eps = 10.0, 0.5, 1e-3
+    for seed in range(3):
+        model = CoreSVC(solver="mfw", stopping="meb", eps=eps, search="random", sample_size=59, C=C, gamma=gamma,
+                        random_state=seed).fit(X, y)
+        assert model.solver_info_[0]["status"] == "converged"
+        distance2, radius2, _ = _meb_distances(model, X, y, C, gamma)
+        assert np.mean(distance2 > (1 + eps) ** 2 * radius2 * (1 + 1e-9)) <= 0.05
+
+
+@pytest.mark.parametrize("kernel", ["poly", "linear"])
+def test_frank_wolfe_meb_stop_refuses_kernels_without_constant_diagonal(kernel):
+    from coresvm import CoreSVC
+
+    X, y = np.random.RandomState(0).randn(40, 2), np.arange(40) % 2
+    with pytest.raises(ValueError, match="constant k"):
+        CoreSVC(solver="mfw", stopping="meb", kernel=kernel).fit(X, y)
+    with pytest.raises(ValueError, match="one C"):
+        CoreSVC(solver="mfw", stopping="meb").fit(X, y, sample_weight=np.linspace(1, 2, 40))

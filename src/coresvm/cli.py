@@ -461,7 +461,8 @@ def _add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
                         help="model selection grid|pattern (gsvm) or cache size in MB (LIBSVM)")
     solver.add_argument("-p", "--stop-criterion", dest="p_letter", metavar="RULE",
                         help="stopping rule of bvm/sphere/mnsvm: mn|adjmn|meb (default: meb for bvm and sphere, "
-                        "adjmn for mnsvm); -e sets its eps")
+                        "adjmn for mnsvm); meb also for fw/mfw/swap/partan (Frandi et al. 2013's (1+eps)-ball "
+                        "test); -e sets its eps")
     solver.add_argument("--seed", type=int, default=0, help="random seed (default 0: runs are reproducible)")
     solver.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="set any CoreSVC parameter (repeatable), e.g. --param n_init=40")

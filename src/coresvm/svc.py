@@ -199,6 +199,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         training points violate the margin by more than ``tol`` (a
         Clopper-Pearson bound on a fresh uniform sample of ``n_candidates``
         points; exact when the sample is every point; see the solver guide).
+        Not used by 'cvm', by the gsvm family, or by the Frank-Wolfe solvers
+        with ``stopping='meb'``, which stop on ``eps``.
     max_iter : int or None, default=None
         Iteration cap (None: 10 million).
     max_time : float or None, default=None
@@ -235,11 +237,25 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         eps`` ('mn'), ``(||c||^2 - g_i) / (||c|| ||x~_i||) > eps`` ('adjmn') or
         ``||c - x~_i|| > (1 + eps) R^`` ('meb').  None: 'meb' for 'bvm' and
         'sphere', 'adjmn' for 'mnsvm' (gsvm's default).  'cvm' always uses
-        'meb'; the other solvers stop on ``tol``.
+        'meb'.  The Frank-Wolfe solvers ('fw', 'mfw', 'swap', 'partan') stop on
+        ``tol`` unless ``stopping='meb'``: then they stop by the test of Frandi
+        et al. 2013 (Alg. 2 line 8, Alg. 3 line 11), as 'cvm' does (Tsang et
+        al. 2005, sec. 4): no searched point outside the ball of the *current*
+        radius ``r`` enlarged by ``1 + eps``, ``||c - x~_i||^2 <= (1 + eps)^2
+        r^2`` with ``r^2 = k~(x, x) - ||c||^2`` -- eps relative to ``r^2``, not
+        to the margin ``||c||^2`` (``r^2`` is often 100-1000 times larger).
+        With ``search='full'`` every point is tested; with ``search='random'``
+        and ``sample_size=59`` (the paper's) only the sampled and active points,
+        so with probability 0.95 at most 5% of the points lie outside.  Needs
+        the RBF kernel and one C; ``relative_gap`` is then ``max ||c -
+        x~_i||^2 / r^2 - 1`` of the searched points.  The other solvers
+        ignore ``stopping``.
     eps : float or None, default=None
-        Final eps of that rule ('bvm', 'sphere', 'mnsvm', 'cvm'); None is
+        Final eps of that rule ('bvm', 'sphere', 'mnsvm', 'cvm', and the
+        Frank-Wolfe solvers with ``stopping='meb'``); None is
         gsvm's default: 1e-3 for 'mn' and 'adjmn', LibCVM's heuristic (Strack 2013
-        eq. 7.3, about 6e-7 for C=256) for 'meb'.
+        eq. 7.3, about 6e-7 for C=256) for 'meb'.  Frandi et al. 2013 ran
+        ``eps=1e-6``.
     multiscale : bool, default=True
         Solve for eps = 1/2, 1/4, ... down to exactly ``eps``, warm-starting
         each stage from the last (Strack 2013, Alg. 5).
@@ -540,6 +556,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 f"kernel={self.kernel!r} does not have one. Use kernel='rbf', or solver='mnsvm', 'coreset' or a "
                 "Frank-Wolfe solver, which take any kernel."
             )
+        if self._frank_wolfe_radius_test and not KernelSpec(self.kernel).has_constant_diagonal:
+            raise ValueError(
+                f"stopping='meb' with solver={self.solver!r} is the (1 + eps)-ball test of a minimum enclosing "
+                f"ball, which needs a constant k(x, x); kernel={self.kernel!r} does not have one. Use "
+                "kernel='rbf', or stopping=None (the relative duality gap tol) with this kernel."
+            )
         if not isinstance(self.gmdm_k, (int, float, np.floating)) or not (0.0 <= self.gmdm_k <= 1.0):
             raise ValueError(f"gmdm_k must be in [0, 1]; got {self.gmdm_k!r}")
         if isinstance(self.n_init, bool) or not isinstance(self.n_init, (int, np.integer)) or self.n_init < 2:
@@ -579,7 +601,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             max_add=int(self.batch_size or batch),
             growth=CORE_SET_GROWTH if self.solver == "coreset" else 0.0,
             core_set_stop="sample" if self.solver == "coreset" else "quiet",
-            radius_test=self.solver == "cvm",
+            radius_test=self._radius_test,
             step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
             second_vertex=self._second_vertex_rule,
             gmdm_k=float(self.gmdm_k),
@@ -601,6 +623,16 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             probe=probe,
             multiscale=bool(self.multiscale),
         )
+
+    @property
+    def _frank_wolfe_radius_test(self) -> bool:
+        """A Frank-Wolfe solver with ``stopping='meb'``: Frandi et al. 2013's (1 + eps)-ball stopping test."""
+        return self.solver in FRANK_WOLFE_SOLVERS and self.stopping == "meb"
+
+    @property
+    def _radius_test(self) -> bool:
+        """Whether the run stops by the (1 + eps)-ball test of the current ball (CVM, or FW with 'meb')."""
+        return self.solver == "cvm" or self._frank_wolfe_radius_test
 
     @property
     def _second_vertex_rule(self) -> str:
@@ -817,14 +849,16 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
         rows = problem.rows
-        if self.solver in MEB_SOLVERS and np.ptp(problem.C) > 0:
+        if (self.solver in MEB_SOLVERS or self._frank_wolfe_radius_test) and np.ptp(problem.C) > 0:
+            what = f"solver={self.solver!r}" + (" with stopping='meb'" if self._frank_wolfe_radius_test else "")
             raise ValueError(
-                f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
+                f"{what} solves a minimum enclosing ball, which needs one C for every sample; "
                 "sample_weight or class_weight make C vary. Use solver='mnsvm' or 'coreset' with weights."
             )
         bias_rule = self._bias_rule
-        # CVM solves the minimum enclosing ball (lam = 1) and stops by its (1 + eps) radius test.
-        lam = 1.0 if self.solver == "cvm" else 0.0
+        # CVM, and the Frank-Wolfe solvers with stopping='meb', solve the minimum enclosing ball (lam = 1) and
+        # stop by its (1 + eps) radius test (driver.radius_test_options).
+        lam = 1.0 if self._radius_test else 0.0
         options = self._solver_options(len(rows), problem.seed, budget.share())
         init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
 

@@ -62,7 +62,7 @@ class SolverOptions:
     growth: float = 0.0  # core-set solvers: a round adds up to max(max_add, growth * |active|) violators
     core_set_stop: str = "quiet"  # 'quiet' (CVM: two clean samples) or 'sample' (the statistical rule)
     violator_fraction: float = 1e-3  # 'sample': the fraction of points allowed to violate by more than tol
-    radius_test: bool = False  # CVM: stop by the (1 + eps)-ball test (needs lam = 1), not by tol
+    radius_test: bool = False  # CVM, FW with stopping='meb': stop by the (1 + eps)-ball test (needs lam = 1), not tol
     inner_steps_per_point: int = 1000
     inner_gap_ratio: float = 0.1
     # gsvm family (solvers/geometric.py)
@@ -208,6 +208,7 @@ def run_engine(
         return _run_ball(problem, options, rng, int(init_idx[0]))
     if options.core_set:
         return _run_core_set(problem, options, rng, init_idx, init_alpha)
+    options, extra = radius_test_options(problem, options)
     full = options.sample_size <= 0
     if full:
         cache = ColumnCache(m, options.cache_bytes)
@@ -249,6 +250,7 @@ def run_engine(
         cache_bytes=cache.nbytes if full else 0,
         trace_rel_gap=trace_gap[:n_trace],
         trace_time=trace_time[:n_trace],
+        **extra,
     )
 
 
@@ -268,15 +270,25 @@ def _result(support, alpha, n_iter, gap, scale, status, n2, elapsed, **extra) ->
     )
 
 
+def radius_test_options(problem: SimplexProblem, options: SolverOptions) -> tuple[SolverOptions, dict]:
+    """``options`` with ``tol`` set for the (1 + eps)-ball stopping test, and the result's extra fields.
+
+    CVM (Tsang et al. 2005, sec. 4, step 2) and Frank-Wolfe (Frandi et al. 2013, Alg. 2 line 8, Alg. 3
+    line 11) stop when no searched point lies outside the ball of the current radius enlarged by
+    ``1 + eps``: ``||c - x~_i||^2 <= (1 + eps)^2 r^2`` with ``r^2 = Delta^2 - ||c||^2`` (eq. 20).
+    On the MEB form (``lam = 1``, constant ``Delta^2 = k~(x, x)``) the solvers' gap of the searched
+    vertex is ``||c - x~_i||^2 - r^2`` and their scale is ``r^2 = a'diag(Q) - a'Qa``, so the test is
+    theirs with ``tol = (1 + eps)^2 - 1`` -- eps relative to ``r^2``, not to the margin ``a'Qa``.
+    ``eps`` is given, or LibCVM's heuristic (Strack 2013, eq. 7.3).  Other runs pass unchanged.
+    """
+    if not (options.radius_test and problem.lam == 1.0):
+        return options, {}
+    eps = ball_eps(problem, replace(options, stopping="meb"))
+    return replace(options, tol=(1.0 + eps) ** 2 - 1.0), {"eps": eps}
+
+
 def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
-    extra = {}
-    if options.radius_test and problem.lam == 1.0:
-        # CVM (Tsang et al. 2005): stop when no sampled point lies outside the (1 + eps)-ball.
-        # ||c - x~_i||^2 > (1 + eps)^2 R^2 is the core-set loop's relative test with
-        # tol = (1 + eps)^2 - 1, since its scale is R^2 = a'diag(Q) - a'Qa when lam = 1.
-        eps = ball_eps(problem, replace(options, stopping="meb"))
-        options = replace(options, tol=(1.0 + eps) ** 2 - 1.0)
-        extra["eps"] = eps
+    options, extra = radius_test_options(problem, options)
     start = time.perf_counter()
     support, alpha, n_iter, gap, scale, status, n2, rounds = solve_core_set(
         problem, options, rng, init_idx, init_alpha
