@@ -14,6 +14,7 @@ from sklearn.datasets import dump_svmlight_file, load_iris, load_svmlight_file, 
 import coresvm
 from coresvm import load_model
 from coresvm.cli import Progress, main
+from coresvm.cli.predict import widen_model
 
 svmutil = pytest.importorskip("libsvm.svmutil")
 
@@ -446,7 +447,7 @@ def test_one_based_model_reads_an_index_0_as_a_feature_it_never_saw(capsys, file
     assert run(capsys, "predict", "-q", tmp_path / "test0.txt", model_path, out_path)[0] == 0
     model = load_model(model_path)
     assert model.libsvm_index_base_ == 1
-    wide = coresvm.cli._widen_model(model, 6)
+    wide = widen_model(model, 6)
     expected = wide.predict(np.hstack([X.toarray(), extra]))
     np.testing.assert_array_equal(np.loadtxt(out_path), expected)
 
