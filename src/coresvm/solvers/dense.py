@@ -230,7 +230,7 @@ def _move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, o
     first = n_w
     swapped_p = np.empty(points.shape[0], dtype=np.int64)
     swapped_q = np.empty(points.shape[0], dtype=np.int64)
-    n_swaps = 0
+    n_swaps = np.int64(0)  # not a literal 0: the callee would be compiled for Literal[int](0) as well
     for point in points:
         p = position[point]
         if p != n_w:
@@ -289,8 +289,8 @@ def _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, ord
     """
     swapped_p = np.empty(n_w, dtype=np.int64)
     swapped_q = np.empty(n_w, dtype=np.int64)
-    n_swaps = 0
-    front = 0
+    n_swaps = np.int64(0)  # int64, not literal 0: no extra Literal[int](0) compilation of the callees
+    front = np.int64(0)
     back = n_w - 1
     keep_dots = new_dots.shape[0] > 0
     while True:
@@ -601,7 +601,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     n_rows = n_w - first  # kernel rows computed
     rows_written = n_w
     t_start = _now()
-    steps = 0
+    steps = np.int64(0)  # not a literal 0: _solve_capped_round would also be compiled for Literal[int](0)
     rounds = 0
     status = STATUS_MAX_ITER
     gap, scale = _gap_and_scale(G, diag, lam, n2, D)
@@ -816,7 +816,10 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
         raise ValueError("keep_dots needs every working-set row's inner products: not with kept kernel rows")
     (alpha, steps, gap, scale, status, n2, n_rows, rounds, new_dots, new_points, *new_kernel_rows,
      rows_written) = solve_rows_dense(
-        _compiled_X(X), rows, signs, np.asarray(C, dtype=np.float64), *_compiled_settings(kernel, bias, lam, options),
+        # int64 rows and contiguous C (not int32 rows_where indices, a broadcast C): the signature that
+        # solve_many_rows_dense compiles too, so a fresh environment compiles this loop once, not twice
+        _compiled_X(X), np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(signs),
+        np.ascontiguousarray(C, dtype=np.float64), *_compiled_settings(kernel, bias, lam, options),
         float(options.max_time), np.ascontiguousarray(init_idx, dtype=np.int64),
         np.ascontiguousarray(init_alpha, dtype=np.float64),
         np.int64(BATCH), np.int64(options.n_init), np.uint32(options.seed % 2**32),
@@ -871,6 +874,7 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
     no_points = np.empty(0, dtype=np.int64)
     no_dots = np.empty((0, 0))
     no_inv_c = np.empty(0)
+    no = np.bool_(False)  # a bool, not Literal[bool](False): the same solve_rows_dense as run_dense_rows compiles
     t_start = _now()
     for k in range(n_problems):
         first, last = offsets[k], offsets[k + 1]
@@ -880,7 +884,7 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
             X_all, rows[first:last], signs[first:last], C[first:last], kind, gamma, coef0, degree, bias, lam,
             second_rule, gmdm_k, eta, tol, max_iter, share, init_idx[init_offsets[k]:init_offsets[k + 1]],
             init_alpha[init_offsets[k]:init_offsets[k + 1]], batch_size, n_init, seeds[k], no_dots, no_points,
-            no_points, no_points, False, no_dots, no_points, no_inv_c, False, blend_start)[:8]
+            no_points, no_points, no, no_dots, no_points, no_inv_c, no, blend_start)[:8]
         alpha_all[first:last] = alpha
         stats[k, STAT_STEPS] = steps
         stats[k, STAT_GAP] = gap
