@@ -10,7 +10,7 @@ import coresvm.svc as svc_module
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec, kernel_product
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import draws_to_pass, violator_upper_bound
+from coresvm.solvers.core_set import draws_to_pass, l2svm_duality_gap, violator_upper_bound
 from coresvm.solvers.driver import SolverOptions, run_engine
 
 
@@ -139,3 +139,53 @@ def test_cache_budgets_fixed_and_auto(monkeypatch):
     assert cache_module.cache_budgets("auto") == (200 * 2**20, 4 * 2**30)  # half of the available memory
     monkeypatch.setattr(cache_module, "available_memory_bytes", lambda: 2**20)
     assert cache_module.cache_budgets("auto") == (200 * 2**20, 200 * 2**20)  # never below the kernel budget
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_l2svm_duality_gap_bounds_the_distance_to_the_optimum(seed):
+    """``f(a) - f* <= l2svm_duality_gap(a) <= the Frank-Wolfe gap`` at random points of the simplex, and the gap
+    vanishes at the optimum (per-sample C: the water-filling weights differ)."""
+    from scipy.optimize import minimize
+
+    X, y = noisy_xor(80, seed)
+    rng = np.random.RandomState(seed)
+    C = 50.0 * rng.uniform(0.5, 2.0, size=80)
+    problem = SimplexProblem(X, y, C, KernelSpec("rbf", gamma=1.0), bias=True, lam=0.0)
+    Q = problem.dense_Q()
+    inv_c = 1.0 / C
+    star = minimize(lambda a: a @ Q @ a, np.full(80, 1 / 80), jac=lambda a: 2 * Q @ a, bounds=[(0, None)] * 80,
+                    constraints=({"type": "eq", "fun": lambda a: a.sum() - 1},), method="SLSQP",
+                    options={"ftol": 1e-15, "maxiter": 1000})
+    f_star = star.fun
+    for _ in range(20):
+        a = rng.dirichlet(np.full(80, 0.3)) * (rng.rand(80) < 0.5)
+        a /= a.sum()
+        G = Q @ a
+        f = a @ G
+        gap = l2svm_duality_gap(a, G, inv_c, 80)
+        assert f - f_star <= gap * (1 + 1e-9) + 1e-15
+        assert gap <= 2.0 * (f - G.min()) * (1 + 1e-9) + 1e-15
+    a = np.maximum(star.x, 0.0)
+    a /= a.sum()
+    assert l2svm_duality_gap(a, Q @ a, inv_c, 80) <= 1e-6 * f_star
+
+
+def test_core_set_at_large_c_stops_by_the_duality_gap_within_tol_of_the_optimum():
+    """At large C the duality gap ends the inner solves long before the Frank-Wolfe gap would; the objective
+    is still within the relative gap ``tol`` of the optimum (both gaps are relative to ``2 a'Qa``)."""
+    from scipy.optimize import minimize
+
+    X, y = noisy_xor(400, 3)
+    problem = SimplexProblem(X, y, np.full(400, 1e3), KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
+    Q = problem.dense_Q()
+    star = minimize(lambda a: a @ Q @ a, np.full(400, 1 / 400), jac=lambda a: 2 * Q @ a,
+                    bounds=[(0, None)] * 400, constraints=({"type": "eq", "fun": lambda a: a.sum() - 1},),
+                    method="SLSQP", options={"ftol": 1e-16, "maxiter": 3000})
+    tol = 1e-2
+    options = SolverOptions(core_set=True, n_candidates=100, max_add=20, tol=tol, seed=0)
+    result = run_engine(problem, options)
+    a = np.zeros(400)
+    a[result.support] = result.alpha
+    f = a @ Q @ a
+    assert result.status == "converged"
+    assert f - star.fun <= tol * 2.0 * f

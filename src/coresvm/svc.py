@@ -196,11 +196,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         is that of a random sample, confirmed on a fresh sample before stopping
         (Frandi et al. 2015, sec. 4.2; Tsang et al. 2005, sec. 4).  'coreset'
         stops by a statistical rule: with 95% confidence, fewer than 0.1% of the
-        training points violate the margin by more than ``tol`` (a
-        Clopper-Pearson bound on a fresh uniform sample of ``n_candidates``
-        points; exact when the sample is every point; see the solver guide).
-        Not used by 'cvm', by the gsvm family, or by the Frank-Wolfe solvers
-        with ``stopping='meb'``, which stop on ``eps``.
+        training points outside its core set violate the margin by more than
+        ``tol`` (a Clopper-Pearson bound on a fresh uniform sample of
+        ``n_candidates`` points; exact when the sample is every point), and the
+        core set is solved to a relative duality gap below ``tol`` (see the
+        solver guide).  Not used by 'cvm', by the gsvm family, or by the
+        Frank-Wolfe solvers with ``stopping='meb'``, which stop on ``eps``.
     max_iter : int or None, default=None
         Iteration cap (None: 10 million).
     max_time : float or None, default=None

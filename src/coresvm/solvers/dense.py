@@ -521,7 +521,7 @@ def _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta
     inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
     time_left = max(max_time - (_now() - t_start), 0.0)
     taken, _ = _inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
-                            min(max_iter - steps, round_steps), time_left)
+                            min(max_iter - steps, round_steps), time_left, diag[:0])
     n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
     gap, scale = _gap_and_scale(G, diag, lam, n2, D)
     status = ROUND_GOES_ON
