@@ -49,7 +49,7 @@ from numba import njit
 
 from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
-from .core_set import _inner_solve
+from .core_set import FLOAT32_GRAM_MIN_TOL, _inner_solve, l2svm_duality_gap
 from .driver import SolverOptions, SolverResult, _result
 from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME, _now
 
@@ -501,7 +501,7 @@ ROUND_GOES_ON = -1  # _solve_round: no stopping rule met
 
 @njit(cache=True, nogil=True)
 def _solve_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-                 max_time, t_start):
+                 max_time, t_start, inv_c):
     """One round of the cached-rows loops: solve the working set, then the exact gap of every point.
 
     The working set is solved inexactly while points outside still violate (to a tenth of the last exact
@@ -511,20 +511,27 @@ def _solve_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, 
     to stop (converged at relative gap ``tol``, ``max_iter``, ``max_time``).
     """
     return _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap,
-                               max_iter, steps, max_iter - steps, max_time, t_start)
+                               max_iter, steps, max_iter - steps, max_time, t_start, inv_c)
 
 
 @njit(cache=True, nogil=True)
 def _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter,
-                        steps, round_steps, max_time, t_start):
-    """:func:`_solve_round` with at most ``round_steps`` pairwise steps in its inner solve."""
+                        steps, round_steps, max_time, t_start, inv_c):
+    """:func:`_solve_round` with at most ``round_steps`` pairwise steps in its inner solve.
+
+    ``inv_c`` (``1/C`` by position, or empty): at ``tol >= 1e-3`` the L2-SVM's duality gap over every point
+    (:func:`~coresvm.solvers.core_set.l2svm_duality_gap`) also ends the fit, as in the core-set solver.
+    """
+    dual = inv_c if tol >= FLOAT32_GRAM_MIN_TOL and lam == 0.0 else inv_c[:0]
     inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
     time_left = max(max_time - (_now() - t_start), 0.0)
     taken, _ = _inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
-                            min(max_iter - steps, round_steps), time_left, diag[:0])
+                            min(max_iter - steps, round_steps), time_left, dual[:n_w])
     n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
     gap, scale = _gap_and_scale(G, diag, lam, n2, D)
     status = ROUND_GOES_ON
+    if gap / scale > tol and dual.shape[0] > 0:
+        gap = min(gap, l2svm_duality_gap(alpha, G, dual, G.shape[0]))  # the gap that certifies the stop is reported
     if gap / scale <= tol:
         status = STATUS_CONVERGED
     elif steps + taken >= max_iter:
@@ -609,7 +616,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     while True:
         taken, inner_tol, n2, D, gap, scale, stop = _solve_capped_round(
             rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-            max(ROUND_STEPS_PER_POINT * n_w, MIN_ROUND_STEPS), max_time, t_start)
+            max(ROUND_STEPS_PER_POINT * n_w, MIN_ROUND_STEPS), max_time, t_start, inv_c)
         steps += taken
         rounds += 1
         outer_rel_gap = gap / scale

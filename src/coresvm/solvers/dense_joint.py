@@ -183,7 +183,7 @@ def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, co
     while True:
         taken, inner_tol, n2, D, gap, scale, stop = _solve_round(rows, alpha, G, diag, n_w, lam, second_rule,
                                                                  gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-                                                                 max_time, t_start)
+                                                                 max_time, t_start, inv_c[:0])
         steps += taken
         rounds += 1
         outer_rel_gap = gap / scale
