@@ -1419,7 +1419,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     def save(self, path, format: str = "native") -> None:
         """Write the fitted model to ``path`` (see :func:`coresvm.save_model`; never pickle).
 
-        ``format='native'`` keeps everything (JSON + ``.npy`` in a ZIP archive);
+        ``format='native'`` writes the declared fields of the model schema (format
+        version 2: JSON + ``.npy`` in a ZIP archive; see the model-files guide);
         ``'libsvm'`` writes LIBSVM's text model format.
         """
         from .model_io import save_model  # model_io imports this module
