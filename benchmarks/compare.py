@@ -75,6 +75,7 @@ LIBSVM_FILES = {  # name -> (train, test, n_features, keep CSR)
 CHECKERBOARD_ROWS, CHECKERBOARD_TEST_ROWS = 1_000_000, 100_000
 C_STEPS = 6  # SVC's C x 4^k, k = 0..5
 SELECT_ROWS, HELD_OUT_ROWS = 10_000, 5_000
+METHOD_LIMIT_S = 900.0  # a method's process (C selection, warm-up and timed fit) is stopped after this
 NYSTROEM_COMPONENTS = 1000
 NYSTROEM_MAX_BYTES = 4 * 2**30  # 1M checkerboard rows x 1000 components took 24 GB in LinearSVC: not run there
 QUICK_SETS = ("ijcnn1", "usps", "checkerboard")
@@ -322,6 +323,7 @@ def run_in_process(folder: Path, name: str, method: str, fraction: float = 1.0) 
     queue = context.Queue()
     process = context.Process(target=run_method, args=(str(folder), name, method, fraction, queue))
     process.start()
+    started = time.perf_counter()
     while True:  # a child that dies (out of memory, killed) is a failed row, not a hung benchmark
         try:
             result = queue.get(timeout=5)
@@ -329,6 +331,11 @@ def run_in_process(folder: Path, name: str, method: str, fraction: float = 1.0) 
         except Empty:
             if not process.is_alive():
                 result = asdict(Row(method=method, fraction=fraction, note=f"died (exit code {process.exitcode})"))
+                break
+            if time.perf_counter() - started > METHOD_LIMIT_S:
+                process.terminate()
+                result = asdict(Row(method=method, fraction=fraction,
+                                    note=f"stopped: not done in {METHOD_LIMIT_S:.0f} s (selection, warm-up, fit)"))
                 break
     process.join()
     return Row(**result)
