@@ -464,7 +464,8 @@ def header(argv: list[str]) -> list[str]:
             f"- libraries: {versions()}", "",
             "Each method ran in a fresh process after a warm-up fit of the same kind (compiled code loaded); "
             "fit s is the wall time of `fit` alone.  CoreSVC: defaults, the data set's gamma, and C chosen on "
-            "held-out training rows (its time in the column 'C selection s').  Ratios compare with the faster "
+            "held-out training rows by the one-standard-error rule (its time in the column 'C selection s').  "
+            "Ratios compare with the faster "
             "of sklearn and sklearnex SVC on all rows in this run.", ""]
 
 
