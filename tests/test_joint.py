@@ -11,7 +11,7 @@ from test_svc import check_estimator_with_gamma_scale
 from coresvm.joint import fit_joint, joint_problem
 from coresvm.kernels import KernelSpec, kernel_block
 from coresvm.problem import simplex_label_gram
-from coresvm.solvers.core_set import _label_weighted_sums
+from coresvm.solvers.core_set import label_weighted_sums
 from coresvm.solvers.driver import SolverOptions, run_engine
 from coresvm.svc import CoreSVC
 
@@ -50,7 +50,7 @@ def test_dense_joint_Q_is_the_extended_kernel_of_the_label_vectors():
 
 @pytest.mark.parametrize("bias", [True, False])
 def test_per_class_scoring_equals_dense_Q_times_alpha(bias):
-    """g_t = K/(K-1) S[t, c_t] - 1/(K-1) sum_c S[t, c] (core_set._label_weighted_sums) against Q a."""
+    """g_t = K/(K-1) S[t, c_t] - 1/(K-1) sum_c S[t, c] (core_set.label_weighted_sums) against Q a."""
     problem = small_joint_problem(n_classes=4, bias=bias)
     rng = np.random.RandomState(1)
     support = np.sort(rng.choice(problem.n_points, 25, replace=False))
@@ -60,7 +60,7 @@ def test_per_class_scoring_equals_dense_Q_times_alpha(bias):
     dense[support] = alpha
     expected = problem.dense_Q() @ dense - problem.inv_c * dense
     targets = np.arange(problem.n_points)
-    np.testing.assert_allclose(_label_weighted_sums(problem, targets, support, alpha), expected, atol=1e-12)
+    np.testing.assert_allclose(label_weighted_sums(problem, targets, support, alpha), expected, atol=1e-12)
 
 
 @pytest.mark.parametrize("n_candidates,max_add", [(59, 1), (30, 10), (400, 400)])

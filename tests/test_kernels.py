@@ -151,7 +151,7 @@ def test_kernel_map_rbf_factorized_near_the_overflow_limit():
     A = rng.randn(30, 3)
     A *= np.sqrt(290.0) / np.linalg.norm(A, axis=1, keepdims=True)  # gamma |a|^2 = 290
     B = np.vstack([A[:6] + 0.1 * rng.randn(6, 3), rng.randn(4, 3)])
-    assert kernels._rbf_factorizable(KernelSpec("rbf", gamma=1.0), kernels.squared_norms(A), kernels.squared_norms(B))
+    assert kernels.rbf_factorizable(KernelSpec("rbf", gamma=1.0), kernels.squared_norms(A), kernels.squared_norms(B))
     weights = rng.randn(10)
     got = kernels.kernel_map(A, B, KernelSpec("rbf", gamma=1.0), lambda values: (values @ weights)[:, None], 1)
     np.testing.assert_allclose(got[:, 0], rbf_kernel(A, B, gamma=1.0) @ weights, rtol=1e-9, atol=1e-12)

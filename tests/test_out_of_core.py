@@ -221,7 +221,7 @@ def test_large_random_reads_release_pages_in_pieces(checkerboard_on_disk, monkey
 
 @pytest.mark.parametrize("n_classes", [2, 4])
 def test_memmap_prediction_with_a_far_row_equals_in_memory_bit_for_bit(tmp_path, monkeypatch, n_classes):
-    """A row so far out that its block cannot use the factorized RBF (kernels._rbf_factorizable) is decided per
+    """A row so far out that its block cannot use the factorized RBF (kernels.rbf_factorizable) is decided per
     row block: the blocks of a memory map without it give the in-memory values bit for bit (two classes:
     kernel_product; one-vs-one: kernel_map)."""
     monkeypatch.setattr(data_module, "BLOCK_BYTES", 4096)  # many blocks of the map

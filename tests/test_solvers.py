@@ -281,12 +281,12 @@ def test_core_set_stops_when_its_byte_budget_is_full():
 
 
 def test_compact_gram_in_place_equals_fancy_indexing():
-    from coresvm.solvers.core_set import _compact_gram_in_place
+    from coresvm.solvers.core_set import compact_gram_in_place
 
     gram = np.random.RandomState(0).rand(9, 9).astype(np.float32)
     keep = np.array([0, 2, 3, 7, 8])
     expected = gram[np.ix_(keep, keep)].copy()
-    _compact_gram_in_place(gram, keep)
+    compact_gram_in_place(gram, keep)
     np.testing.assert_array_equal(gram[:5, :5], expected)
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from .data import is_memory_mapped
 from .kernels import KernelSpec, kernel_product
 from .problem import SimplexProblem, simplex_label_gram
-from .solvers.core_set import _label_weighted_sums
+from .solvers.core_set import label_weighted_sums
 from .solvers.dense_joint import fits_dense_joint, run_dense_joint
 from .solvers.driver import SolverOptions, SolverResult, run_engine
 
@@ -179,7 +179,7 @@ def _kkt_intercepts(problem, support, sv_class, alpha, rho, theoretic) -> np.nda
     kernel_only = SimplexProblem(problem.X[support], sv_class, 1.0 / problem.inv_c[support], problem.kernel,
                                  bias=False, label_gram=problem.label_gram)
     every = np.arange(len(support))
-    weighted = _label_weighted_sums(kernel_only, every, every, alpha)
+    weighted = label_weighted_sums(kernel_only, every, every, alpha)
     per_sv = rho - alpha * problem.inv_c[support] - weighted
     intercept = theoretic.copy()
     for t in range(problem.label_gram.shape[0]):

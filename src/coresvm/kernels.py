@@ -202,7 +202,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
-    factorizable = spec.name == "rbf" and _rbf_factorizable(spec, 0.0, norms_b, limit)
+    factorizable = spec.name == "rbf" and rbf_factorizable(spec, 0.0, norms_b, limit)
     coef_shape = (-1,) + (1,) * (coef.ndim - 1)
     if factorizable:
         B_scaled = B * (np.float32(2.0 * spec.gamma) if single else 2.0 * spec.gamma)
@@ -212,7 +212,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
-        if factorizable and _rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
+        if factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
             block = inner_products(A[start:stop], B_scaled, precision)
             np.exp(block, out=block)
             # scaled in float64 (the float32 product is widened first)
@@ -261,14 +261,14 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
     factorizable = (spec.name == "rbf" and isinstance(A, np.ndarray) and isinstance(B, np.ndarray)
-                    and _rbf_factorizable(spec, 0.0, norms_b))
+                    and rbf_factorizable(spec, 0.0, norms_b))
     if factorizable:
         B_extended = _rbf_exponent_operands(B, norms_b, spec.gamma)
     rows = product_block_rows(B.shape[0])
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
-        if factorizable and _rbf_factorizable(spec, norms_a[start:stop], norms_b):
+        if factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b):
             # The extra column costs a pass over A's block: less than the four passes over the kernel block it
             # saves while A has fewer features than B has rows (support vectors).  The GEMM is float64 even for
             # float32 input (more exact than the direct form, which multiplies in the input's precision).
@@ -286,7 +286,7 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
     return out
 
 
-def _rbf_factorizable(spec: KernelSpec, norms_a, norms_b, limit: float = RBF_FACTOR_LIMIT) -> bool:
+def rbf_factorizable(spec: KernelSpec, norms_a, norms_b, limit: float = RBF_FACTOR_LIMIT) -> bool:
     """Whether the RBF values of rows with squared norms ``norms_a`` against ``norms_b`` may be factorized as
     ``exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: every exponent then stays below ``limit`` (``2g <a, b>
     <= g (|a|^2 + |b|^2)``), far from overflow.  Decided per row block, so that a block's values do not depend on

@@ -27,7 +27,7 @@ from numba import njit
 from scipy.stats import beta as beta_distribution
 
 from ..kernels import kernel_block, kernel_product
-from .clock import fit_clock
+from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
     SECOND_MDM,
@@ -36,7 +36,6 @@ from .engine import (
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
     STATUS_MAX_TIME,
-    _now,
     print_progress,
 )
 from .steps import (
@@ -117,7 +116,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
-def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left, inv_c):
+def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left, inv_c):
     """Pairwise steps on the core set until its relative gap is below ``tol``
     (or ``max_steps`` steps, or ``time_left`` seconds).
 
@@ -133,12 +132,12 @@ def _inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, 
     """
     steps = 0
     rel_gap = np.inf
-    t_start = _now()
+    t_start = now()
     n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
     while True:
         if steps % 1024 == 1023:
             n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
-            if _now() - t_start > time_left:
+            if now() - t_start > time_left:
                 break
             if lam == 0.0 and inv_c.shape[0] >= n_w:
                 # The Frank-Wolfe gap below is set by the single worst point and lingers in the slow tail of
@@ -323,7 +322,7 @@ class CoreSetState:
     def compact(self) -> None:
         """Drop points with zero weight (they re-enter if they violate again)."""
         keep = np.flatnonzero(self.alpha[: self.size] > 0)
-        _compact_gram_in_place(self.gram, keep)
+        compact_gram_in_place(self.gram, keep)
         n = len(keep)
         for name in ("points", "alpha", "G", "diag", "inv_c"):
             values = getattr(self, name)
@@ -332,7 +331,7 @@ class CoreSetState:
 
 
 @njit(cache=True, nogil=True)
-def _compact_gram_in_place(gram, keep):
+def compact_gram_in_place(gram, keep):
     """``gram[:n, :n] = gram[keep][:, keep]`` without a temporary copy.
 
     Safe in row-major order because ``keep`` is increasing: entry (a, b) is read
@@ -381,11 +380,11 @@ def _score_candidates(problem, candidates, core: CoreSetState) -> np.ndarray:
     """``G_c = (Q a)_c`` for points outside the core set (no 1/C term: c is not in it)."""
     n = core.size
     positive = core.alpha[:n] > 0
-    return _label_weighted_sums(problem, candidates, core.points[:n][positive], core.alpha[:n][positive],
-                                precision=core.gram.dtype.type)
+    return label_weighted_sums(problem, candidates, core.points[:n][positive], core.alpha[:n][positive],
+                               precision=core.gram.dtype.type)
 
 
-def _label_weighted_sums(problem, targets, support, alpha, precision: type = np.float64) -> np.ndarray:
+def label_weighted_sums(problem, targets, support, alpha, precision: type = np.float64) -> np.ndarray:
     """``sum_j Q_tj a_j`` over ``support`` for every target ``t``, without the ``1/C`` diagonal.
 
     Binary: ``y_t (sum_j a_j y_j k_tj + bias sum_j a_j y_j)``, one kernel product.
@@ -446,7 +445,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     problems, where the fraction is then exact) is scored, and the fit stops when the Clopper-Pearson bound
     (:func:`violator_upper_bound`) says that, with 95% confidence, fewer than ``violator_fraction`` of the
     points outside the core set violate the margin by more than ``tol``.  The core set itself is solved to a
-    relative duality gap below ``tol`` (:func:`_inner_solve`): the Frank-Wolfe gap, under which no core point
+    relative duality gap below ``tol`` (:func:`inner_solve`): the Frank-Wolfe gap, under which no core point
     violates by more than ``tol``, or, when ``tol >= 1e-3`` (a float32 Gram), also the tighter
     :func:`l2svm_duality_gap`, which bounds only the objective's distance to the optimum.  Either rule is exact
     when a round scores every point.
@@ -489,9 +488,9 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             inner_tol = max(inner_tol, options.inner_gap_ratio * outer_rel_gap)
         n = core.size
         time_left = max(options.max_time - (fit_clock() - start), 0.0)
-        steps, inner_gap = _inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule,
-                                        float(options.gmdm_k), float(options.eta), inner_tol, budget, time_left,
-                                        core.inv_c if duality_stop else core.inv_c[:0])
+        steps, inner_gap = inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule,
+                                       float(options.gmdm_k), float(options.eta), inner_tol, budget, time_left,
+                                       core.inv_c if duality_stop else core.inv_c[:0])
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]
@@ -587,13 +586,13 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     if status == STATUS_MAX_TIME and settled is not None:
         support, alpha = settled
     # The Gram may be float32: recompute ||w||^2 (which sets the model's scale) in float64.
-    n2 = float(alpha @ _exact_gradient(problem, support, alpha))
+    n2 = float(alpha @ exact_gradient(problem, support, alpha))
     return support, alpha, total_steps, gap, scale, status, n2, rounds
 
 
-def _exact_gradient(problem, support, alpha) -> np.ndarray:
+def exact_gradient(problem, support, alpha) -> np.ndarray:
     """``(Q a)`` on the support, from the kernel in float64."""
-    return _label_weighted_sums(problem, support, support, alpha) + problem.inv_c_of(support) * alpha
+    return label_weighted_sums(problem, support, support, alpha) + problem.inv_c_of(support) * alpha
 
 
 def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int) -> int:

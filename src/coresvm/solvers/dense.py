@@ -14,7 +14,7 @@ declared ``nogil=True``:
   product ``X[new] X'`` -- Numba calls BLAS for ``np.dot`` -- then the
   kernel) and kept: the leading ``n_w`` columns of those rows are the core
   set's Gram matrix, solved by the core-set solver's own pairwise-step loop
-  (:func:`coresvm.solvers.core_set._inner_solve`: IMDM/GMDM second vertex,
+  (:func:`coresvm.solvers.core_set.inner_solve`: IMDM/GMDM second vertex,
   exact line search, Strack 2013 eqs. 5.33/5.35).
 * After each inner solve the gradient ``G = Q a`` of *every* point is
   recomputed exactly from the active rows (``|active| x m`` multiply-adds, no
@@ -49,9 +49,10 @@ from numba import njit
 
 from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
-from .core_set import FLOAT32_GRAM_MIN_TOL, _inner_solve, l2svm_duality_gap
-from .driver import SolverOptions, SolverResult, _result
-from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME, _now
+from .clock import now
+from .core_set import FLOAT32_GRAM_MIN_TOL, inner_solve, l2svm_duality_gap
+from .driver import SolverOptions, SolverResult, solver_result
+from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME
 
 # Violators added per round (the worst first): at least BATCH, and n_w / GROWTH once the working set is larger,
 # so that it grows geometrically (as dense_joint.py's).  Larger batches mean fewer rounds but more kernel rows of
@@ -94,7 +95,7 @@ FMA = {"contract"}
 
 
 @njit(cache=True, nogil=True, fastmath=FMA)
-def _exp_nonpositive(x, work, out):
+def exp_nonpositive(x, work, out):
     """``out = exp(x)`` for ``x <= 0``, in loops LLVM vectorizes (libm's scalar ``exp`` does not).
 
     The RBF rows are most of the kernel work on low-dimensional data (letter, pendigits: 16 features);
@@ -139,7 +140,7 @@ def _kernel_rows_from_dots(dots, norms, y, inv_c, kind, gamma, coef0, degree, bi
         if kind == RBF:
             for r in range(m):
                 argument[r] = -gamma * max(norm_p + norms[r] - 2.0 * dots[k, r], 0.0)
-            _exp_nonpositive(argument, work, out)
+            exp_nonpositive(argument, work, out)
             for r in range(m):
                 out[r] = y_p * y[r] * (out[r] + bias)
         else:
@@ -219,7 +220,7 @@ def _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, 
 
 
 @njit(cache=True, nogil=True)
-def _move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
+def move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
     """Swap ``points`` (original indices) into working-order positions ``n_w, n_w + 1, ...``, everywhere;
     returns the new ``n_w``.
 
@@ -285,7 +286,7 @@ def _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, ord
     over the whole working set, so shedding them makes the steps cheaper.  An idle point at ``p`` swaps places
     with the last non-idle one at ``q > p``; a dropped row is not needed, so ``rows[q]`` is only copied to ``p``,
     and the columns of the rows that stay are swapped row by row, all swaps of one row together (as
-    :func:`_move_batch_to_front`).  ``new_dots`` (kept inner products, by position) follow their points.
+    :func:`move_batch_to_front`).  ``new_dots`` (kept inner products, by position) follow their points.
     """
     swapped_p = np.empty(n_w, dtype=np.int64)
     swapped_q = np.empty(n_w, dtype=np.int64)
@@ -313,7 +314,7 @@ def _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, ord
 
 
 @njit(cache=True, nogil=True)
-def _refresh_gradient(rows, alpha, n_w, diag, G):
+def refresh_gradient(rows, alpha, n_w, diag, G):
     """``G = Q a`` over all points from the working set's rows (exact, resets drift; one gemv in the rows'
     dtype, float64 or float32); returns ``a'Qa``, ``a'diag``."""
     weights = alpha[:n_w].astype(rows.dtype)
@@ -473,7 +474,7 @@ def _blend_toward_balanced(rows, alpha, G, y, diag, lam, n2, D):
 
 
 @njit(cache=True, nogil=True)
-def _gap_and_scale(G, diag, lam, n2, D):
+def gap_and_scale(G, diag, lam, n2, D):
     """The Frank-Wolfe duality gap ``2 (a'g - min_i g_i)`` of ``g = G - lam/2 diag`` and its scale (``2 a'Qa`` for
     the minimal-norm problem, ``R^2`` for the MEB), as the core-set solver reports them."""
     best = np.inf
@@ -483,7 +484,7 @@ def _gap_and_scale(G, diag, lam, n2, D):
 
 
 @njit(cache=True, nogil=True)
-def _worst_outside(G, diag, lam, n_w, threshold, n_max):
+def worst_outside(G, diag, lam, n_w, threshold, n_max):
     """Positions ``>= n_w`` scoring below ``threshold``, worst first, at most ``n_max``."""
     m = G.shape[0]
     scores = np.empty(m - n_w)
@@ -496,12 +497,12 @@ def _worst_outside(G, diag, lam, n_w, threshold, n_max):
     return order[:n] + n_w
 
 
-ROUND_GOES_ON = -1  # _solve_round: no stopping rule met
+ROUND_GOES_ON = -1  # solve_round: no stopping rule met
 
 
 @njit(cache=True, nogil=True)
-def _solve_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-                 max_time, t_start, inv_c):
+def solve_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
+                max_time, t_start, inv_c):
     """One round of the cached-rows loops: solve the working set, then the exact gap of every point.
 
     The working set is solved inexactly while points outside still violate (to a tenth of the last exact
@@ -510,25 +511,25 @@ def _solve_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, 
     tolerance, ``a'Qa``, ``a'diag``, gap, scale, status): the status is :data:`ROUND_GOES_ON` or the reason
     to stop (converged at relative gap ``tol``, ``max_iter``, ``max_time``).
     """
-    return _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap,
-                               max_iter, steps, max_iter - steps, max_time, t_start, inv_c)
+    return solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap,
+                              max_iter, steps, max_iter - steps, max_time, t_start, inv_c)
 
 
 @njit(cache=True, nogil=True)
-def _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter,
-                        steps, round_steps, max_time, t_start, inv_c):
-    """:func:`_solve_round` with at most ``round_steps`` pairwise steps in its inner solve.
+def solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter,
+                       steps, round_steps, max_time, t_start, inv_c):
+    """:func:`solve_round` with at most ``round_steps`` pairwise steps in its inner solve.
 
     ``inv_c`` (``1/C`` by position, or empty): at ``tol >= 1e-3`` the L2-SVM's duality gap over every point
     (:func:`~coresvm.solvers.core_set.l2svm_duality_gap`) also ends the fit, as in the core-set solver.
     """
     dual = inv_c if tol >= FLOAT32_GRAM_MIN_TOL and lam == 0.0 else inv_c[:0]
     inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
-    time_left = max(max_time - (_now() - t_start), 0.0)
-    taken, _ = _inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
-                            min(max_iter - steps, round_steps), time_left, dual[:n_w])
-    n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
-    gap, scale = _gap_and_scale(G, diag, lam, n2, D)
+    time_left = max(max_time - (now() - t_start), 0.0)
+    taken, _ = inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
+                           min(max_iter - steps, round_steps), time_left, dual[:n_w])
+    n2, D = refresh_gradient(rows, alpha, n_w, diag, G)
+    gap, scale = gap_and_scale(G, diag, lam, n2, D)
     status = ROUND_GOES_ON
     if gap / scale > tol and dual.shape[0] > 0:
         gap = min(gap, l2svm_duality_gap(alpha, G, dual, G.shape[0]))  # the gap that certifies the stop is reported
@@ -536,7 +537,7 @@ def _solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta
         status = STATUS_CONVERGED
     elif steps + taken >= max_iter:
         status = STATUS_MAX_ITER
-    elif _now() - t_start > max_time:
+    elif now() - t_start > max_time:
         status = STATUS_MAX_TIME
     return taken, inner_tol, n2, D, gap, scale, status
 
@@ -589,12 +590,12 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     new_dots = np.empty((m if keep_dots else 0, m))  # row t: <x_order[t], x_j> for all j, original order
     first = n_w
     outside = init_idx[position[init_idx] >= n_w]  # a warm start's points without a kept row
-    n_w = _move_batch_to_front(outside, n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
+    n_w = move_batch_to_front(outside, n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
     for k in range(init_idx.shape[0]):
         alpha[position[init_idx[k]]] = init_alpha[k]
     _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
                    old_slot, old_columns, new_dots)
-    n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
+    n2, D = refresh_gradient(rows, alpha, n_w, diag, G)
     if blend_start and _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, inv_c, lam, alpha, G,
                                             n2, D, position) >= BLEND_MIN_STEP:
         # The points outside are positions n_w..m-1 already: all join, with their rows, filled in batches of at most
@@ -607,14 +608,14 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         n2, D = _blend_toward_balanced(rows, alpha, G, y, diag, lam, n2, D)
     n_rows = n_w - first  # kernel rows computed
     rows_written = n_w
-    t_start = _now()
-    steps = np.int64(0)  # not a literal 0: _solve_capped_round would also be compiled for Literal[int](0)
+    t_start = now()
+    steps = np.int64(0)  # not a literal 0: solve_capped_round would also be compiled for Literal[int](0)
     rounds = 0
     status = STATUS_MAX_ITER
-    gap, scale = _gap_and_scale(G, diag, lam, n2, D)
+    gap, scale = gap_and_scale(G, diag, lam, n2, D)
     outer_rel_gap = gap / scale
     while True:
-        taken, inner_tol, n2, D, gap, scale, stop = _solve_capped_round(
+        taken, inner_tol, n2, D, gap, scale, stop = solve_capped_round(
             rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
             max(ROUND_STEPS_PER_POINT * n_w, MIN_ROUND_STEPS), max_time, t_start, inv_c)
         steps += taken
@@ -629,13 +630,13 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
             n_idle += _is_idle(t, alpha, G, diag, lam, threshold)
         if n_idle >= max(batch_size, n_w // IDLE_SHARE):
             n_w = _drop_idle(n_w, threshold, lam, X, norms, y, inv_c, diag, alpha, G, order, position, rows, new_dots)
-        new = _worst_outside(G, diag, lam, n_w, threshold, max(batch_size, n_w // GROWTH))
+        new = worst_outside(G, diag, lam, n_w, threshold, max(batch_size, n_w // GROWTH))
         if new.shape[0] == 0:
             if taken == 0 and inner_tol <= 0.5 * tol:
                 break  # numerically stuck (not expected): stop rather than loop
             continue  # every violator is in the working set: solve it tighter
         first = n_w
-        n_w = _move_batch_to_front(order[new], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
+        n_w = move_batch_to_front(order[new], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
         _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
                        old_slot, old_columns, new_dots)
         n_rows += n_w - first
@@ -837,9 +838,9 @@ def run_dense_rows(X, rows: np.ndarray, signs: np.ndarray, C: np.ndarray, kernel
     )
     elapsed = time.perf_counter() - start
     support = np.flatnonzero(alpha > 0)
-    return _result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
-                   rounds=int(rounds), cache_bytes=int(n_rows) * n_points * 8, dot_rows=(new_points, new_dots),
-                   kernel_rows=(*new_kernel_rows, int(rows_written)) if keep_rows else ())
+    return solver_result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
+                         rounds=int(rounds), cache_bytes=int(n_rows) * n_points * 8, dot_rows=(new_points, new_dots),
+                         kernel_rows=(*new_kernel_rows, int(rows_written)) if keep_rows else ())
 
 
 def _compiled_X(X) -> np.ndarray:
@@ -882,11 +883,11 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
     no_dots = np.empty((0, 0))
     no_inv_c = np.empty(0)
     no = np.bool_(False)  # a bool, not Literal[bool](False): the same solve_rows_dense as run_dense_rows compiles
-    t_start = _now()
+    t_start = now()
     for k in range(n_problems):
         first, last = offsets[k], offsets[k + 1]
-        share = max((max_time - (_now() - t_start)) / (n_problems - k), 1e-3)
-        started = _now()
+        share = max((max_time - (now() - t_start)) / (n_problems - k), 1e-3)
+        started = now()
         alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_rows_dense(
             X_all, rows[first:last], signs[first:last], C[first:last], kind, gamma, coef0, degree, bias, lam,
             second_rule, gmdm_k, eta, tol, max_iter, share, init_idx[init_offsets[k]:init_offsets[k + 1]],
@@ -900,7 +901,7 @@ def solve_many_rows_dense(X_all, rows, offsets, signs, C, kind, gamma, coef0, de
         stats[k, STAT_SQUARED_NORM] = n2
         stats[k, STAT_ROWS] = n_rows
         stats[k, STAT_ROUNDS] = rounds
-        stats[k, STAT_TIME] = _now() - started
+        stats[k, STAT_TIME] = now() - started
     return alpha_all, stats
 
 

@@ -36,23 +36,23 @@ from numba import njit
 
 from ..kernels import RBF, kernel_from_dot, single_threaded_blas
 from ..problem import SimplexProblem
+from .clock import now
 from .core_set import gram_dtype
 from .dense import (
     BATCH,
     ROUND_GOES_ON,
-    _exp_nonpositive,
-    _gap_and_scale,
-    _move_batch_to_front,
-    _refresh_gradient,
-    _solve_round,
-    _worst_outside,
+    exp_nonpositive,
+    gap_and_scale,
+    move_batch_to_front,
+    refresh_gradient,
+    solve_round,
+    worst_outside,
 )
-from .driver import SolverOptions, SolverResult, _result, balanced_initial_points, run_engine
+from .driver import SolverOptions, SolverResult, balanced_initial_points, run_engine, solver_result
 from .engine import (
     SECOND_VERTEX_RULES,
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
-    _now,
 )
 
 # A round adds up to max(BATCH, n_w / GROWTH_DIVISOR) violators: the working set grows geometrically, so the
@@ -103,7 +103,7 @@ def _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, d
             if kind == RBF:
                 for r in range(m):
                     argument[r] = -gamma * max(norm_p + norms[r] - 2.0 * block[k, r], 0.0)
-                _exp_nonpositive(argument, work, kernel)
+                exp_nonpositive(argument, work, kernel)
             else:
                 for r in range(m):
                     kernel[r] = kernel_from_dot(kind, block[k, r], norm_p, norms[r], gamma, coef0, degree)
@@ -169,21 +169,21 @@ def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, co
     position = np.arange(m)
     alpha = np.zeros(m)
     G = np.zeros(m)
-    n_w = _move_batch_to_front(init_idx, 0, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
+    n_w = move_batch_to_front(init_idx, 0, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
     alpha[:n_w] = init_alpha
     _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows, dots)
     rows_computed = n_w
-    n2, D = _refresh_gradient(rows, alpha, n_w, diag, G)
-    t_start = _now()
+    n2, D = refresh_gradient(rows, alpha, n_w, diag, G)
+    t_start = now()
     steps = 0
     rounds = 0
     status = STATUS_MAX_ITER
-    gap, scale = _gap_and_scale(G, diag, lam, n2, D)
+    gap, scale = gap_and_scale(G, diag, lam, n2, D)
     outer_rel_gap = gap / scale
     while True:
-        taken, inner_tol, n2, D, gap, scale, stop = _solve_round(rows, alpha, G, diag, n_w, lam, second_rule,
-                                                                 gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-                                                                 max_time, t_start, inv_c[:0])
+        taken, inner_tol, n2, D, gap, scale, stop = solve_round(rows, alpha, G, diag, n_w, lam, second_rule,
+                                                                gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
+                                                                max_time, t_start, inv_c[:0])
         steps += taken
         rounds += 1
         outer_rel_gap = gap / scale
@@ -191,7 +191,7 @@ def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, co
             status = stop
             break
         batch = max(BATCH, n_w // growth_divisor)
-        new = _worst_outside(G, diag, lam, n_w, n2 - 0.5 * lam * D - 0.5 * tol * scale, batch)
+        new = worst_outside(G, diag, lam, n_w, n2 - 0.5 * lam * D - 0.5 * tol * scale, batch)
         if new.shape[0] == 0:
             if taken == 0 and inner_tol <= 0.5 * tol:
                 break  # numerically stuck (not expected): stop rather than loop
@@ -205,7 +205,7 @@ def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, co
                 break
             new_points = new_points[:room]  # the worst violators first
         first = n_w
-        n_w = _move_batch_to_front(new_points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
+        n_w = move_batch_to_front(new_points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
         _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows,
                          dots)
         rows_computed += n_w - first
@@ -264,8 +264,8 @@ def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: n
     support = np.flatnonzero(alpha > 0)
     if status == STATUS_CORE_SET_FULL:
         return _continue_with_core_set(problem, options, support, alpha[support], int(steps), elapsed)
-    return _result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
-                   rounds=int(rounds), cache_bytes=int(capacity) * m * np.dtype(gram_dtype(options.tol)).itemsize)
+    return solver_result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
+                         rounds=int(rounds), cache_bytes=int(capacity) * m * np.dtype(gram_dtype(options.tol)).itemsize)
 
 
 def _two_label_products(label_gram: np.ndarray) -> tuple[float, float]:

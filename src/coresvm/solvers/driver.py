@@ -13,8 +13,8 @@ from .core_set import (
     FLOAT32_GRAM_MIN_TOL,
     SWEEP_MAX_POINTS,
     CoreSetState,
-    _exact_gradient,
     draw_distinct,
+    exact_gradient,
     solve_core_set,
 )
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
@@ -243,7 +243,7 @@ def run_engine(
     )
     elapsed = time.perf_counter() - start
     n_trace = min(int(n_iter) + 1, options.trace_length)
-    return _result(
+    return solver_result(
         support, alpha, n_iter, gap, scale, status, n2, elapsed,
         cache_hits=cache.hits if full else 0,
         cache_misses=cache.misses if full else 0,
@@ -254,7 +254,7 @@ def run_engine(
     )
 
 
-def _result(support, alpha, n_iter, gap, scale, status, n2, elapsed, **extra) -> SolverResult:
+def solver_result(support, alpha, n_iter, gap, scale, status, n2, elapsed, **extra) -> SolverResult:
     """A SolverResult with the support sorted by training index."""
     order = np.argsort(support)
     return SolverResult(
@@ -293,8 +293,8 @@ def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
     support, alpha, n_iter, gap, scale, status, n2, rounds = solve_core_set(
         problem, options, rng, init_idx, init_alpha
     )
-    return _result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start, rounds=int(rounds),
-                   **extra)
+    return solver_result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start,
+                         rounds=int(rounds), **extra)
 
 
 def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
@@ -326,7 +326,7 @@ def _ball_result(problem, options, rng, support, alpha, n_iter, status, start, r
     support, alpha = support[keep], alpha[keep]
     if g_support is None:
         # The Gram may be float32: ||c||^2 (the model's scale) is recomputed in float64.
-        g_support = _exact_gradient(problem, support, alpha)
+        g_support = exact_gradient(problem, support, alpha)
     else:  # BVM tracked every point's g in float64 (no Gram): no #SV^2 kernel values at the end
         g_support = g_support[keep]
     w2 = float(alpha @ g_support)
@@ -335,8 +335,8 @@ def _ball_result(problem, options, rng, support, alpha, n_iter, status, start, r
     # after the run, each under its own name (run_gap_check).
     relative_gap, stop_value, n_checked = run_gap_check(problem, support, alpha, g_support, w2,
                                                         STOPPING_RULES[options.stopping], rng)
-    return _result(support, alpha, n_iter, 2.0 * relative_gap * w2, 2.0 * w2, status, w2, elapsed,
-                   rounds=rounds, eps=eps, stop_value=stop_value, gap_points=n_checked, **extra)
+    return solver_result(support, alpha, n_iter, 2.0 * relative_gap * w2, 2.0 * w2, status, w2, elapsed,
+                         rounds=rounds, eps=eps, stop_value=stop_value, gap_points=n_checked, **extra)
 
 
 def ball_gram_tol(eps: float, eta: float) -> float:

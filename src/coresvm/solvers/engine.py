@@ -27,7 +27,7 @@ from numba import njit, objmode
 
 from ..cache import cache_slot
 from ..problem import extended_column, extended_row, weighted_rows
-from .clock import now as _now  # GIL-free on Linux: parallel workers do not wait for each other's clock readings
+from .clock import now  # GIL-free on Linux: parallel workers do not wait for each other's clock readings
 from .steps import (
     CURVATURE_FLOOR,
     away_direction,
@@ -61,7 +61,7 @@ def print_progress(n_iter, gap, rel_gap, n_active, elapsed):
 
 
 @njit(cache=True)
-def _report(n_iter, gap, rel_gap, n_active, elapsed):
+def report_progress(n_iter, gap, rel_gap, n_active, elapsed):
     with objmode():
         print_progress(n_iter, gap, rel_gap, n_active, elapsed)
 
@@ -74,7 +74,7 @@ def _grow(arr, new_cap):
 
 
 @njit(cache=True)
-def _draw(m, n, strata_ptr, strata_order, out):
+def draw_candidates(m, n, strata_ptr, strata_order, out):
     """Fill ``out[:n]`` with candidate indices.
 
     Uniform with replacement when ``strata_ptr`` has length < 3; otherwise
@@ -198,7 +198,7 @@ def solve_simplex(
         Gp[:] = G[: Gp.shape[0]]
         alpha_prev[:s] = alpha[:s]
 
-    t_start = _now()
+    t_start = now()
     elapsed = 0.0
     last_report = 0.0
     slot_i = -1
@@ -244,7 +244,7 @@ def solve_simplex(
                         i = r
                 G_i = G[i]
             else:
-                _draw(m, sample_size, strata_ptr, strata_order, cand)
+                draw_candidates(m, sample_size, strata_ptr, strata_order, cand)
                 weighted_rows(*kargs, cand, sample_size, act_idx, s, alpha, cand_G)
                 for c in range(sample_size):
                     sc = cand_G[c] - 0.5 * lam * diag[cand[c]]
@@ -257,7 +257,7 @@ def solve_simplex(
                 break
         if n_iter < n_trace:
             trace_gap[n_iter] = gap / scale
-            trace_time[n_iter] = _now() - t_start
+            trace_time[n_iter] = now() - t_start
         if gap <= tol * scale:
             status = STATUS_CONVERGED
             break
@@ -265,12 +265,12 @@ def solve_simplex(
             status = STATUS_MAX_ITER
             break
         if n_iter % TIME_CHECK_EVERY == 0:
-            elapsed = _now() - t_start
+            elapsed = now() - t_start
             if elapsed > max_time:
                 status = STATUS_MAX_TIME
                 break
             if verbose_seconds > 0.0 and (n_iter == 0 or elapsed - last_report >= verbose_seconds):
-                _report(n_iter, gap, gap / scale, s, elapsed)
+                report_progress(n_iter, gap, gap / scale, s, elapsed)
                 last_report = elapsed
 
         Q_ii = diag[i]
@@ -475,5 +475,5 @@ def solve_simplex(
         n_iter += 1
 
     if verbose_seconds > 0.0:
-        _report(n_iter, gap, gap / scale, s, _now() - t_start)
+        report_progress(n_iter, gap, gap / scale, s, now() - t_start)
     return act_idx[:s].copy(), alpha[:s].copy(), n_iter, gap, scale, status, n2

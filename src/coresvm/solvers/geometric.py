@@ -57,18 +57,18 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels import _rbf_factorizable, apply_kernel_to_dots, kernel_product, row_to_dense, single_threaded_blas
+from ..kernels import apply_kernel_to_dots, kernel_product, rbf_factorizable, row_to_dense, single_threaded_blas
 from ..problem import extended_column, extended_row
-from .core_set import _compact_gram_in_place, select_second_vertex
+from .clock import now
+from .core_set import compact_gram_in_place, select_second_vertex
 from .engine import (
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
     STATUS_MAX_TIME,
-    _draw,
-    _now,
-    _report,
+    draw_candidates,
     print_progress,
+    report_progress,
 )
 from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
 
@@ -158,7 +158,7 @@ def run_gap_check(problem, support: np.ndarray, alpha: np.ndarray, g_support: np
     n_checked : int
         The number of points the two were measured on (``n_points`` when exact).
     """
-    from .core_set import _label_weighted_sums
+    from .core_set import label_weighted_sums
 
     m = problem.n_points
     n_sample = max(GAP_CHECK_MIN_POINTS, GAP_CHECK_KERNEL_VALUES // max(len(support), 1))
@@ -167,7 +167,7 @@ def run_gap_check(problem, support: np.ndarray, alpha: np.ndarray, g_support: np
     else:
         points = np.sort(rng.choice(m, size=n_sample, replace=False)).astype(np.int64)
     others = np.setdiff1d(points, support, assume_unique=True)  # not SVs: no 1/C term, g from a kernel product
-    g = np.concatenate([g_support, _label_weighted_sums(problem, others, support, alpha)])
+    g = np.concatenate([g_support, label_weighted_sums(problem, others, support, alpha)])
     tau = np.concatenate([problem.diag_of(support), problem.diag_of(others)])
     relative_gap = max((w2 - float(g.min())) / w2, 0.0)
     stop_value = float(stop_values(rule, w2, g, tau).max())
@@ -223,7 +223,7 @@ def _compact(sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv):
     for t in range(n_sv):
         if alpha[t] <= 0.0:
             sv_pos[sv_idx[t]] = -1
-    _compact_gram_in_place(gram, keep)
+    compact_gram_in_place(gram, keep)
     for a in range(keep.shape[0]):
         sv_idx[a] = sv_idx[keep[a]]
         alpha[a] = alpha[keep[a]]
@@ -436,7 +436,7 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     n_iter = 0
     status = STATUS_CONVERGED
     last_violation = 0.0
-    t_start = _now()
+    t_start = now()
     last_report = 0.0
     for stage in range(stages.shape[0]):
         eps = stages[stage]
@@ -444,17 +444,17 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
             if n_iter >= max_iter:
                 return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_ITER
             if n_iter % 16 == 0:
-                elapsed = _now() - t_start
+                elapsed = now() - t_start
                 if elapsed > max_time:
                     return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_TIME
                 if verbose > 0.0 and elapsed - last_report >= verbose:
-                    _report(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
+                    report_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
                     last_report = elapsed
             # 1. violator search: `probe` draws per try, the worst of them; first violating try wins
             v_point = -1
             g_v = 0.0
             for _ in range(max(draws // probe, 1)):
-                _draw(m, probe, strata_ptr, strata_order, draw_buffer)
+                draw_candidates(m, probe, strata_ptr, strata_order, draw_buffer)
                 worst_margin = 0.0
                 for c in range(probe):
                     point = draw_buffer[c]
@@ -582,7 +582,7 @@ class _BlockScorer:
             self.column_points = np.full(features.shape[1], -1, dtype=np.int64)
         spec = problem.kernel
         self.rbf = spec.name == "rbf"
-        self.factorized = self.rbf and _rbf_factorizable(spec, problem.norms, problem.norms)
+        self.factorized = self.rbf and rbf_factorizable(spec, problem.norms, problem.norms)
         self.coef = None
 
     def refresh(self, sv_idx: np.ndarray, alpha: np.ndarray, n_sv: int) -> None:
@@ -628,7 +628,7 @@ class _BlockScorer:
 
 
 def _draw_points(rng: np.random.RandomState, m: int, n: int, strata_ptr: np.ndarray, strata_order: np.ndarray):
-    """``n`` candidates: uniform, or gsvm's "fair" draw (a class, then a point of it), as :func:`_draw`."""
+    """``n`` candidates: uniform, or gsvm's "fair" draw (a class, then a point of it), as :func:`draw_candidates`."""
     n_strata = strata_ptr.shape[0] - 1
     if n_strata < 2:
         return rng.randint(0, m, size=n)
@@ -805,7 +805,7 @@ def _bvm_search(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_al
     g_v = 0.0
     worst_margin = 0.0
     for _ in range(max(draws // probe, 1)):
-        _draw(m, probe, strata_ptr, strata_order, draw_buffer)
+        draw_candidates(m, probe, strata_ptr, strata_order, draw_buffer)
         for c in range(probe):
             point = draw_buffer[c]
             if tracked:
