@@ -157,7 +157,7 @@ def thread_ceiling(X, y, C, gamma, tol, seed, repeats: int):
     spec = KernelSpec("rbf", gamma, 0.0, 3)
 
     def solve(problem):
-        options = model._solver_options(len(problem.rows), problem.seed, np.inf)
+        options = model.solver_options(len(problem.rows), problem.seed, np.inf)
         run_dense_rows(X, problem.rows, problem.signs, problem.C, spec, True, 0.0, options)
 
     with single_threaded_blas():

@@ -70,8 +70,9 @@ def study(name: str, args) -> list[str]:
             if split == "same":
                 start = CoreSVC(C=C0, gamma=gamma0, warm_start=True).fit(X_train, y_train)
             else:
-                start = CoreSVC(C=C0, gamma=gamma0, warm_start=True).fit(X[other_train], y[other_train])
-                start = start._moved_to_rows(row_in_train[other_train])
+                other = CoreSVC(C=C0, gamma=gamma0, warm_start=True).fit(X[other_train], y[other_train])
+                state = other.warm_start_state().moved_to_rows(row_in_train[other_train])
+                start = CoreSVC(C=C0, gamma=gamma0, warm_start=True).set_warm_start_state(state)
 
             def warm_fit(start=start, C=C, gamma=gamma):
                 return copy.deepcopy(start).set_params(C=C, gamma=gamma).fit(X_train, y_train)

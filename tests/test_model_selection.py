@@ -326,42 +326,39 @@ def test_warm_start_with_coresvc():
     np.testing.assert_allclose(warm.cv_results_["mean_test_score"], cold.cv_results_["mean_test_score"], atol=0.03)
     assert warm.best_estimator_.warm_started_  # the refit started from a fold's model ...
     assert warm.best_estimator_.warm_start is False  # ... and keeps the user's setting
-    assert warm.best_estimator_._kernel_rows is None  # ... and none of the memory a next warm fit would read
+    # ... and none of the memory a next warm fit would read, but its solution
+    assert warm.best_estimator_.warm_start_state().kernel_rows is None
+    assert warm.best_estimator_.warm_start_state().rows.size > 0
     user_warm = PatternSearchCV(CoreSVC(random_state=0, warm_start=True), grid, cv=3).fit(X, y)
-    assert user_warm.best_estimator_._kernel_rows is not None  # the user's own next fit reads them
+    assert user_warm.best_estimator_.warm_start_state().kernel_rows is not None  # the user's own next fit reads them
 
 
-def test_warm_search_frees_kept_models_prediction_arrays_after_scoring(monkeypatch):
-    """A warm search keeps every CoreSVC it fits as a start; once scored, a kept model drops the arrays only
-    prediction reads (``_pair_coef``, ``dual_coef_``: n_SV x n_pairs), so that each new fit's arrays reuse freed
-    memory; the refitted best estimator has them and predicts."""
+def test_warm_search_keeps_only_the_warm_start_states_of_the_models_it_fits():
+    """A warm search keeps the WarmStart of every CoreSVC it fits as a start, not the model: once scored, a model
+    is freed before the next fit runs (its prediction arrays, n_SV x n_pairs, would make each new fit's arrays
+    fresh memory); the refitted best estimator predicts."""
+    import gc
+    import weakref
+
     from coresvm import CoreSVC
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(240, 2))
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.6, 0.0, 0.6])  # four classes: six one-vs-one pairs
-    scored_with_coefficients, released = [], []
-    release = CoreSVC._release_prediction_arrays
+    scored, alive_before = [], []
 
     def accuracy(estimator, X_test, y_test):
-        scored_with_coefficients.append(hasattr(estimator, "_pair_coef")
-                                        and all(model is not estimator for model in released))
+        gc.collect()
+        alive_before.append(sum(ref() is not None for ref in scored))  # earlier models still referenced
+        scored.append(weakref.ref(estimator))
         return float(np.mean(estimator.predict(X_test) == y_test))
 
-    def spy(model):
-        released.append(model)  # the models themselves: ids of freed ones would be reused
-        release(model)
-        assert not hasattr(model, "_pair_coef") and not hasattr(model, "dual_coef_")
-        assert hasattr(model, "_warm_rows")  # what a later warm start reads stays
-
-    monkeypatch.setattr(CoreSVC, "_release_prediction_arrays", spy)
     grid = {"C": [1.0, 16.0, 256.0], "gamma": [0.25, 1.0, 4.0]}
     warm = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=True, scoring=accuracy).fit(X, y)
-    assert len(released) == warm.n_fits_  # every kept model, each after it was scored
-    assert len(scored_with_coefficients) == warm.n_fits_ and all(scored_with_coefficients)
+    assert len(scored) == warm.n_fits_ and warm.n_warm_fits_ == warm.n_fits_ - 1
+    assert alive_before == [0] * warm.n_fits_
     cold = PatternSearchCV(CoreSVC(random_state=0), grid, cv=3, warm_start=False).fit(X, y)
     assert warm.best_estimator_.dual_coef_.shape[0] == 3
-    assert hasattr(warm.best_estimator_, "_pair_coef")
     assert np.mean(warm.best_estimator_.predict(X) == cold.best_estimator_.predict(X)) > 0.95
 
 
@@ -386,8 +383,9 @@ def test_coresvc_warm_start_from_another_fold_or_gamma_reaches_the_cold_optimum(
     if "fold" in start:
         new_row_of = np.full(len(y), -1)
         new_row_of[fold_b] = np.arange(len(fold_b))
-        previous = previous._moved_to_rows(new_row_of[fold_a])
-        assert np.all(np.isin(previous.support_, np.arange(200)))  # only the shared rows are kept
+        state = previous.warm_start_state().moved_to_rows(new_row_of[fold_a])
+        assert np.all(np.isin(state.support, np.arange(200)))  # only the shared rows are kept
+        previous = CoreSVC(C=C, tol=1e-4, warm_start=True, random_state=0).set_warm_start_state(state)
     warm = previous.set_params(gamma=gamma).fit(X[fold_b], y[fold_b])
     cold = CoreSVC(C=C, gamma=gamma, tol=1e-4, random_state=0).fit(X[fold_b], y[fold_b])
     assert warm.warm_started_ and not cold.warm_started_
@@ -406,12 +404,14 @@ def test_moved_to_rows_drops_rows_that_are_gone():
     keep = np.arange(0, len(y), 2)
     new_row_of = np.full(len(y), -1)
     new_row_of[keep] = np.arange(len(keep))
-    moved = model._moved_to_rows(new_row_of)
-    assert moved is not model and model.support_.max() >= len(keep)  # the original is untouched
-    np.testing.assert_array_equal(moved.support_vectors_, X[keep][moved.support_])
-    assert len(moved._warm_rows) == moved._warm_offsets[-1] and np.all(moved._warm_rows < len(keep))
-    moved.fit(X[keep], y[keep])
-    assert moved.warm_started_
+    state = model.warm_start_state()
+    moved = state.moved_to_rows(new_row_of)
+    assert moved is not state and model.support_.max() >= len(keep)  # the original is untouched
+    assert state.support is model.support_ and moved.kernel_rows is None and moved.inner_products is None
+    np.testing.assert_array_equal(moved.support_vectors, X[keep][moved.support])
+    assert len(moved.rows) == moved.offsets[-1] and np.all(moved.rows < len(keep))
+    refit = CoreSVC(C=4.0, warm_start=True, random_state=0).set_warm_start_state(moved).fit(X[keep], y[keep])
+    assert refit.warm_started_
 
 
 # ---------------------------------------------------------------------- parallel, progress
@@ -560,7 +560,7 @@ def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(
     import coresvm.svc as svc_module
     from coresvm import CoreSVC
 
-    monkeypatch.setattr(CoreSVC, "_search_inner_products", lambda self, X: None)
+    monkeypatch.setattr(CoreSVC, "shared_inner_products", lambda self, X: None)
     X, y = load_digits(n_class=4, return_X_y=True)
     X, y = X[:360] / 16.0, y[:360]
     given = []
@@ -569,7 +569,7 @@ def test_warm_search_keeps_one_set_of_inner_products_per_fold_and_fits_reuse_it(
     warm = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False).fit(X, y)
     evaluator = evaluators[-1]
     assert sorted(evaluator.dot_rows) == [0, 1, 2]
-    assert all(getattr(model, "_dot_rows", None) is None for _, model in evaluator.warm_models.values())
+    assert all(state.inner_products is None for _, state in evaluator.warm_models.values())
     assert sum(n > 0 for n in given) > len(given) // 2  # most pairs of most fits read kept rows
     monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
     cold = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, refit=False,
@@ -609,9 +609,9 @@ def test_warm_search_lends_every_fit_the_inner_products_of_all_its_rows(monkeypa
     # points' products there
     assert [entry for entry in given if entry[1] == 4] == [entry for entry in given if entry[0] == entry[2]]
     assert sum(entry[1] == 4 for entry in given) == 6 * n_fits == len(given)
-    kept = [model for _, model in evaluator.warm_models.values()] + [warm.best_estimator_]
-    assert all(getattr(model, "_search_dots", None) is None and getattr(model, "_dot_rows", None) is None
-               for model in kept)
+    kept = [state for _, state in evaluator.warm_models.values()] + [warm.best_estimator_.warm_start_state()]
+    assert all(state.inner_products is None for state in kept)
+    assert warm.best_estimator_.shared_inner_products(X) is not None  # a search's to lend, not the model's
     monkeypatch.setattr(svc_module, "run_dense_rows", real_solver)
     cold = PatternSearchCV(CoreSVC(tol=1e-4, random_state=0), grid, cv=3, n_restarts=0, warm_start=False).fit(X, y)
     assert warm.cv_results_["params"] == cold.cv_results_["params"]
@@ -643,10 +643,9 @@ def test_warm_search_starts_each_fit_from_the_nearest_model_and_passes_kept_kern
     real_fit, real_solver = CoreSVC.fit, svc_module.run_dense_rows
 
     def recording_fit(self, X, y, sample_weight=None):
-        starts.append((getattr(self, "_test_fitted", None), (self.C, self.gamma)))  # copies carry _test_fitted
-        real_fit(self, X, y, sample_weight)
-        self._test_fitted = (self.C, self.gamma)
-        return self
+        state = self.warm_start_state()  # where the fit starts: (C, gamma) of the fit that left it
+        starts.append((None if state is None else (state.C, state.kernel.gamma), (self.C, self.gamma)))
+        return real_fit(self, X, y, sample_weight)
 
     def spy(*args, **kwargs):
         kept_rows.append(len(args[12][1]) if len(args) > 12 else 0)
@@ -679,32 +678,41 @@ def _rows_evaluator(cache_size=1, n_splits=3):
                                None, None, {}, None, axes)
 
 
+def _fitted(n_support=0, kernel_rows=None):
+    """A stand-in for a fitted CoreSVC: its warm_start_state (n_support rows) is all a search keeps."""
+    from types import SimpleNamespace
+
+    from coresvm import WarmStart
+
+    rows = np.arange(n_support)
+    state = WarmStart(rows=rows, weights=np.full(n_support, 1.0 / max(n_support, 1)),
+                      offsets=np.array([0, n_support]), support=rows, support_vectors=np.zeros((n_support, 2)),
+                      support_classes=np.zeros(n_support, dtype=np.int64), classes=np.array([0, 1]),
+                      multiclass="ovo", C=1.0, kernel=None, kernel_rows=kernel_rows)
+    return SimpleNamespace(warm_start_state=lambda: state, state=state)
+
+
 def _holding(nbytes):
     from types import SimpleNamespace
 
-    return SimpleNamespace(_kernel_rows=SimpleNamespace(nbytes=nbytes))
+    return _fitted(kernel_rows=SimpleNamespace(nbytes=nbytes))
 
 
 def test_warm_start_between_equally_near_models_takes_the_one_with_fewer_support_vectors():
-    """Two kept models one gamma step either side of a fit's point: it starts from the sparser one (fewer kernel
-    rows up front, fewer weights to drain), whichever was kept first; a nearer model still wins over both."""
-    from types import SimpleNamespace
-
-    def kept(name, n_support):
-        return SimpleNamespace(name=name, _warm_rows=np.arange(n_support), _kernel_rows=None)
-
+    """Two kept states one gamma step either side of a fit's point: it starts from the sparser one (fewer kernel
+    rows up front, fewer weights to drain), whichever was kept first; a nearer one still wins over both."""
     for dense_first in (True, False):
         evaluator = _rows_evaluator()
         models = [("dense", {"C": 1.0, "gamma": 1.0}, 900), ("sparse", {"C": 1.0, "gamma": 0.01}, 100)]
         for name, params, n_support in models if dense_first else models[::-1]:
-            evaluator._keep(0, name, params, kept(name, n_support))
-        assert evaluator._nearest_start(0, "target", {"C": 1.0, "gamma": 0.1}).name == "sparse"
-    evaluator._keep(0, "same gamma", {"C": 4.0, "gamma": 0.1}, kept("same gamma", 5000))
-    assert evaluator._nearest_start(0, "target", {"C": 1.0, "gamma": 0.1}).name == "same gamma"
+            evaluator._keep(0, name, params, _fitted(n_support))
+        assert len(evaluator._start_state(0, {"C": 1.0, "gamma": 0.1}).rows) == 100
+    evaluator._keep(0, "same gamma", {"C": 4.0, "gamma": 0.1}, _fitted(5000))
+    assert len(evaluator._start_state(0, {"C": 1.0, "gamma": 0.1}).rows) == 5000
 
 
 def test_kept_kernel_rows_budget_is_two_fits_per_split_dropping_unexpected_rows_first():
-    """All kept models' rows stay within two fits' rows per split (at least cache_size); over it, the oldest rows
+    """All kept states' rows stay within two fits' rows per split (at least cache_size); over it, the oldest rows
     that no later fit is expected to read go first, then the others."""
     evaluator = _rows_evaluator(cache_size=1, n_splits=2)
     evaluator._best_params = {"C": 1.0, "gamma": 0.1}
@@ -714,12 +722,12 @@ def test_kept_kernel_rows_budget_is_two_fits_per_split_dropping_unexpected_rows_
         evaluator._keep(k % 2, f"point {k}", {"C": 4.0, "gamma": gamma}, model)
     assert evaluator._rows_budget(evaluator._row_holders()) == 2 * 2 * 2**19  # above cache_size (1 MiB)
     # the oldest (gamma 0.1) is the best point's kernel: the two oldest of the others went instead
-    assert [model._kernel_rows is not None for model in models] == [True, False, False, True, True, True]
+    assert [model.state.kernel_rows is not None for model in models] == [True, False, False, True, True, True]
     big = _holding(2**21)  # a fit's rows as large as cache_size: two per split of those fit
     evaluator._keep(0, "big", {"C": 1.0, "gamma": 1.0}, big)
     holders = evaluator._row_holders()
-    assert big._kernel_rows is not None and len(holders) == 5
-    assert sum(m._kernel_rows.nbytes for *_, m in holders) <= evaluator._rows_budget(holders) == 2 * 2 * 2**21
+    assert big.state.kernel_rows is not None and len(holders) == 5
+    assert sum(m.kernel_rows.nbytes for *_, m in holders) <= evaluator._rows_budget(holders) == 2 * 2 * 2**21
 
 
 def test_kept_kernel_rows_go_to_a_fit_at_their_kernel_and_unexpected_ones_are_lent_as_memory():
@@ -728,21 +736,21 @@ def test_kept_kernel_rows_go_to_a_fit_at_their_kernel_and_unexpected_ones_are_le
     evaluator._keep(1, "old", {"C": 1.0, "gamma": 0.01}, old)
     evaluator._keep(1, "same", {"C": 4.0, "gamma": 0.1}, same)
     evaluator._keep(2, "other split", {"C": 16.0, "gamma": 0.1}, other)
-    rows = same._kernel_rows
-    assert evaluator._take_kernel_rows(1, {"C": 16.0, "gamma": 0.1}) is rows and same._kernel_rows is None
+    rows = same.state.kernel_rows
+    assert evaluator._take_kernel_rows(1, {"C": 16.0, "gamma": 0.1}) is rows and same.state.kernel_rows is None
     assert evaluator._take_kernel_rows(1, {"C": 16.0, "gamma": 0.1}) is None  # taken once; split 2's stay
     # a job of the batch still to run at gamma 0.01 on split 1 expects the old rows: not lent
     evaluator._pending = [([7], 1, "next", [{"C": 4.0, "gamma": 0.01}])]
-    assert evaluator._spare_kernel_rows(1) is None and old._kernel_rows is not None
+    assert evaluator._spare_kernel_rows(1) is None and old.state.kernel_rows is not None
     evaluator._pending = [([8], 2, "next", [{"C": 4.0, "gamma": 0.01}])]  # another split's job
-    rows = old._kernel_rows
-    assert evaluator._spare_kernel_rows(1) is rows and old._kernel_rows is None
+    rows = old.state.kernel_rows
+    assert evaluator._spare_kernel_rows(1) is rows and old.state.kernel_rows is None
     evaluator._best_params = {"C": 1.0, "gamma": 0.1}  # split 2's rows are at the best point's kernel
-    assert evaluator._spare_kernel_rows(2) is None and other._kernel_rows is not None
+    assert evaluator._spare_kernel_rows(2) is None and other.state.kernel_rows is not None
     newer = _holding(10)  # the latest rows at that kernel on split 2: a fit there takes these, the older ones are
     evaluator._keep(2, "newer", {"C": 4.0, "gamma": 0.1}, newer)  # spare
-    rows = other._kernel_rows
-    assert evaluator._spare_kernel_rows(2) is rows and newer._kernel_rows is not None
+    rows = other.state.kernel_rows
+    assert evaluator._spare_kernel_rows(2) is rows and newer.state.kernel_rows is not None
 
 
 def test_warm_search_one_job_at_a_time_reuses_the_kernel_rows_memory(monkeypatch):
@@ -797,25 +805,26 @@ def test_a_warm_refit_starts_from_the_mean_of_the_fold_models_at_the_best_point(
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 2))
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])  # three classes: three one-vs-one pairs
+    from coresvm import WarmStart
+
     averaged = []
-    average = CoreSVC._averaged_with
+    average = WarmStart.averaged_with
 
     def spy(self, others):
         start = average(self, others)
         averaged.append((len(others), start))
         return start
 
-    monkeypatch.setattr(CoreSVC, "_averaged_with", spy)
+    monkeypatch.setattr(WarmStart, "averaged_with", spy)
     search = PatternSearchCV(CoreSVC(tol=1e-5, random_state=0), {"C": [1.0, 16.0], "gamma": [0.5, 2.0]}, cv=3,
                              warm_start=True).fit(X, y)
     [(n_others, start)] = averaged
-    assert n_others == 2
-    offsets = start._warm_offsets
-    assert len(offsets) == 4 and np.all(np.diff(start._warm_rows[offsets[0]:offsets[1]]) > 0)
+    assert n_others == 2 and start.n_problems == 3
+    assert np.all(np.diff(start.problem(0)[0]) > 0)
     for k in range(3):
-        assert start._warm_alpha[offsets[k]:offsets[k + 1]].sum() == pytest.approx(1.0)
-    assert set(start._warm_rows) == set(start.support_)
-    np.testing.assert_array_equal(start.support_vectors_, X[start.support_])
+        assert start.problem(k)[1].sum() == pytest.approx(1.0)
+    assert set(start.rows) == set(start.support)
+    np.testing.assert_array_equal(start.support_vectors, X[start.support])
     refit = search.best_estimator_
     cold = CoreSVC(tol=1e-5, random_state=0, **search.best_params_).fit(X, y)
     assert refit.warm_started_

@@ -1,6 +1,6 @@
 """Property-based tests of every solver on random small problems (m <= 30), with hypothesis.
 
-Each solver runs through the estimator's own option mapping (``CoreSVC._solver_options``)
+Each solver runs through the estimator's own option mapping (``CoreSVC.solver_options``)
 and ``solvers.driver.run_engine``; the returned point is checked against the dense
 extended kernel ``Q`` and a certified lower bound of the exact optimum (weak duality).
 
@@ -68,7 +68,7 @@ def optimum_lower_bound(problem, Q):
 
 
 def solver_options(solver, m, seed, **params):
-    return CoreSVC(solver=solver, search=params.pop("search", "full"), **params)._solver_options(m, seed, np.inf)
+    return CoreSVC(solver=solver, search=params.pop("search", "full"), **params).solver_options(m, seed, np.inf)
 
 
 def dense(result, m):

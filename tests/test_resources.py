@@ -55,7 +55,7 @@ def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
         grams.append((state.gram.nbytes, np.dtype(gram_dtype(tol_)).itemsize, tol_, max_points))
         return state
 
-    options = CoreSVC(solver=solver, search="full", tol=tol, max_iter=3000)._solver_options(m, 0, np.inf)
+    options = CoreSVC(solver=solver, search="full", tol=tol, max_iter=3000).solver_options(m, 0, np.inf)
     options.cache_bytes = options.core_set_bytes = budget
     reserved = []
     original_reserve = core_set_module.CoreSetState.reserve

@@ -8,6 +8,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 import coresvm.svc as svc_module
+from coresvm import WarmStart
 from coresvm.cache import cache_budgets
 from coresvm.svc import CoreSVC
 
@@ -56,7 +57,7 @@ def test_warm_start_to_a_much_smaller_C_reaches_the_cold_optimum_in_fewer_iterat
     assert warm.warm_started_ and warm.fit_status_ == 0
     np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
     np.testing.assert_array_equal(warm.predict(X), cold.predict(X))
-    monkeypatch.setattr(CoreSVC, "_expects_more_support", lambda self, previous_kernel: False)
+    monkeypatch.setattr(CoreSVC, "_expects_more_support", lambda self, previous: False)
     unblended = warm_fit()
     assert warm.n_iter_.sum() < 0.6 * unblended.n_iter_.sum(), (warm.n_iter_.sum(), unblended.n_iter_.sum())
 
@@ -246,9 +247,9 @@ def test_no_inner_products_kept_for_few_features_or_cold_fits():
 
 @pytest.mark.parametrize("solver", ["coreset", "swap"])
 def test_fitting_a_shallow_copy_leaves_the_original_model_intact(digits, solver):
-    """PatternSearchCV starts a fit at another gamma from ``copy.copy`` of a kept model: a fit rebinds its
-    fitted attributes and never writes into the arrays of the previous fit, so the kept model still predicts
-    and warm-starts as before."""
+    """A fit rebinds its fitted attributes and never writes into the arrays of the previous fit, so a shallow copy
+    of a model (or a WarmStart referring to its arrays, as PatternSearchCV keeps) still predicts and warm-starts
+    as before."""
     import copy
 
     X, y = digits
@@ -408,18 +409,18 @@ def test_a_warm_start_at_another_kernel_starts_large_problems_from_their_heavy_s
 
 
 def test_shared_inner_products_are_read_only_for_the_rows_they_were_lent_for(digits, monkeypatch):
-    """A search's products of all its rows (svc._SharedInnerProducts) lent to a fit on some of its rows: the fit
+    """A search's products of all its rows (SharedInnerProducts) lent to a fit on some of its rows: the fit
     reads each sub-problem's block and reaches the cold optimum; a fit whose X is not those rows, a pickled copy
     (no values) or data too large for ``cache_size`` or with few features get none, and the lent products do
     not outlive the fit (nor are they saved)."""
-    from coresvm.svc import _SharedInnerProducts
+    from coresvm.warm_start import SharedInnerProducts
 
     X, y = digits
     params = dict(C=10, gamma=0.05, tol=1e-4, max_iter=10**6, random_state=0)
-    shared = CoreSVC(**params)._search_inner_products(X)
-    assert isinstance(shared, _SharedInnerProducts)
-    assert CoreSVC(cache_size=len(X) ** 2 * 8 / 2**20 * 0.99)._search_inner_products(X) is None
-    assert CoreSVC()._search_inner_products(X[:, :16]) is None
+    shared = CoreSVC(**params).shared_inner_products(X)
+    assert isinstance(shared, SharedInnerProducts)
+    assert CoreSVC(cache_size=len(X) ** 2 * 8 / 2**20 * 0.99).shared_inner_products(X) is None
+    assert CoreSVC().shared_inner_products(X[:, :16]) is None
     rows = np.flatnonzero(np.arange(len(y)) % 3 != 0)
     lent = shared.on_rows(rows)
     np.testing.assert_array_equal(lent.positions_of(X[rows].copy()), rows)  # an equal copy: a fold's X
@@ -427,38 +428,89 @@ def test_shared_inner_products_are_read_only_for_the_rows_they_were_lent_for(dig
     assert pickle.loads(pickle.dumps(lent)).positions_of(X[rows]) is None
 
     given = _spy_on_dot_rows(monkeypatch)
-    warm = CoreSVC(warm_start=True, **params)
-    warm._search_dots = lent
+    warm = CoreSVC(warm_start=True, **params).lend_inner_products(lent)
     warm.fit(X[rows], y[rows])
     assert len(given) == 6 and all(n > 0 for n in given)  # every pair: all its points' products
-    assert getattr(warm, "_search_dots", None) is None and warm._dot_rows is None
+    assert getattr(warm, "_search_dots", None) is None and warm.warm_start_state().inner_products is None
     cold = CoreSVC(**params).fit(X[rows], y[rows])
     np.testing.assert_allclose(_margins(warm), _margins(cold), rtol=1e-4)
 
     given.clear()
-    other = CoreSVC(warm_start=True, **params)
-    other._search_dots = lent
+    other = CoreSVC(warm_start=True, **params).lend_inner_products(lent)
     other.fit(X[rows][::-1], y[rows][::-1])  # not the rows they were lent for: computed, as without
     assert len(given) == 6 and all(n == 0 for n in given)
 
 
 def test_averaged_solution_merges_rows_and_refuses_other_decompositions(digits):
-    """``_averaged_with``: the mean of a model with itself is itself (shared rows merged, not repeated); models of
-    other classes give back the first model unchanged."""
+    """``WarmStart.averaged_with``: the mean of a state with itself is itself (shared rows merged, not repeated);
+    states of other classes (or none) give back the first state unchanged."""
     X, y = digits
     model = CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(X, y)
-    same = model._averaged_with([copy.copy(model)])
+    state = model.warm_start_state()
+    same = state.averaged_with([copy.copy(state)])
 
     def weights_by_row(m, k):  # sub-problem k's weights (the mean lists its rows in increasing order)
-        part = slice(m._warm_offsets[k], m._warm_offsets[k + 1])
-        return dict(zip(m._warm_rows[part].tolist(), m._warm_alpha[part].tolist(), strict=True))
+        rows, weights = m.problem(k)
+        return dict(zip(rows.tolist(), weights.tolist(), strict=True))
 
-    np.testing.assert_array_equal(same._warm_offsets, model._warm_offsets)
-    for k in range(len(model._warm_offsets) - 1):
-        assert weights_by_row(same, k) == pytest.approx(weights_by_row(model, k))
+    np.testing.assert_array_equal(same.offsets, state.offsets)
+    for k in range(state.n_problems):
+        assert weights_by_row(same, k) == pytest.approx(weights_by_row(state, k))
     in_row_order = np.argsort(model.support_)  # the mean lists the support vectors by row
-    np.testing.assert_array_equal(same.support_, model.support_[in_row_order])
-    np.testing.assert_array_equal(same.support_vectors_, model.support_vectors_[in_row_order])
-    np.testing.assert_array_equal(same._warm_support_classes, model._warm_support_classes[in_row_order])
+    np.testing.assert_array_equal(same.support, model.support_[in_row_order])
+    np.testing.assert_array_equal(same.support_vectors, model.support_vectors_[in_row_order])
+    np.testing.assert_array_equal(same.support_classes, state.support_classes[in_row_order])
+    assert same.kernel_rows is None and same.inner_products is None and (same.C, same.kernel) == (10.0, state.kernel)
     fewer_classes = CoreSVC(C=10, gamma=0.05, warm_start=True, random_state=0).fit(X[y < 3], y[y < 3])
-    assert model._averaged_with([fewer_classes]) is model
+    assert state.averaged_with([fewer_classes.warm_start_state()]) is state
+    assert state.averaged_with([None]) is state
+
+
+@pytest.mark.parametrize("change", [{"C": 100.0}, {"gamma": 0.2}, {"C": 0.5, "gamma": 0.01}])
+def test_a_fits_warm_start_state_given_to_a_new_estimator_gives_the_refitted_model_bit_for_bit(digits, change):
+    """The public hand-over (issue 28): a fit's WarmStart given to a fresh estimator (set_warm_start_state) gives
+    exactly the model the fitted estimator gives when refitted with warm_start=True from its own state, kept
+    kernel rows and inner products included; the state is used once, and the rows it kept go to that fit."""
+    X, y = digits
+    params = dict(C=10.0, gamma=0.05, tol=1e-3, random_state=0)
+    own = CoreSVC(warm_start=True, **params).fit(X, y)
+    own.set_params(**change).fit(X, y)
+
+    first = CoreSVC(warm_start=True, **params).fit(X, y)
+    state = first.warm_start_state()
+    assert isinstance(state, WarmStart) and state.n_problems == 6 and (state.C, state.kernel.gamma) == (10.0, 0.05)
+    assert state.kernel_rows is not None and state.inner_products is not None  # 64 features: both kept
+    for k in range(state.n_problems):
+        assert state.problem(k)[1].sum() == pytest.approx(1.0)
+    assert state.applies_to(X, np.searchsorted(first.classes_, y), first.classes_, "ovo")
+    assert not state.applies_to(X, np.searchsorted(first.classes_, y), first.classes_, "ovr")
+    given = CoreSVC(warm_start=True, **{**params, **change}).set_warm_start_state(state)
+    assert given.warm_start_state() is state
+    given.fit(X, y)
+    assert own.warm_started_ and given.warm_started_
+    for name in ("support_", "support_vectors_", "dual_coef_", "intercept_", "n_iter_"):
+        np.testing.assert_array_equal(getattr(given, name), getattr(own, name), err_msg=name)
+    assert [info["rho"] for info in given.solver_info_] == [info["rho"] for info in own.solver_info_]
+    mine, theirs = given.warm_start_state(), own.warm_start_state()
+    assert mine is not state and mine.C == change.get("C", 10.0)
+    for name in ("rows", "weights", "offsets"):
+        np.testing.assert_array_equal(getattr(mine, name), getattr(theirs, name), err_msg=name)
+    assert state.kernel_rows.entries == {}  # taken by the fit that started from the state
+
+
+def test_set_warm_start_state_none_starts_cold_and_a_pickled_state_still_starts_warm(digits):
+    X, y = digits
+    params = dict(C=10.0, gamma=0.05, tol=1e-4, random_state=0)
+    fitted = CoreSVC(warm_start=True, **params).fit(X, y)
+    state = pickle.loads(pickle.dumps(fitted.warm_start_state()))  # the solution, not the kept rows
+    assert state.kernel_rows.entries == {} and not state.inner_products.holds(X)
+    fitted.set_warm_start_state(None).set_params(C=100.0).fit(X, y)
+    fresh = CoreSVC(warm_start=True, **{**params, "C": 100.0}).fit(X, y)
+    assert not fitted.warm_started_
+    np.testing.assert_array_equal(fitted.dual_coef_, fresh.dual_coef_)
+    warm = CoreSVC(warm_start=True, **{**params, "C": 100.0}).set_warm_start_state(state).fit(X, y)
+    assert warm.warm_started_
+    np.testing.assert_allclose(_margins(warm), _margins(fresh), rtol=1e-4)
+    with pytest.raises(TypeError, match="WarmStart"):
+        CoreSVC().set_warm_start_state(fitted)
+    assert CoreSVC().warm_start_state() is None

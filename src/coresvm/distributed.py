@@ -214,7 +214,7 @@ def fit_cascade(
         raise TypeError(f"fit_cascade trains a CoreSVC; got {type(estimator).__name__}")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) or max_rounds < 1:
         raise ValueError(f"max_rounds must be an integer >= 1; got {max_rounds!r}")
-    estimator._check_params()
+    estimator.check_params()
     tol = float(estimator.tol if tol is None else tol)
     if not 0 < tol < 1:
         raise ValueError(f"tol must be in (0, 1); got {tol!r}")
@@ -245,7 +245,7 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
     gamma = _resolve_gamma(estimator, X, client, rng)
     spec = KernelSpec(estimator.kernel, gamma, float(estimator.coef0), int(estimator.degree))
     multipliers = _class_multipliers(estimator, classes, counts)
-    bias_rule = estimator._bias_rule
+    bias_rule = estimator.bias_rule
 
     offsets = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
     X_blocks, y_blocks = X.to_delayed().ravel(), y.to_delayed().ravel()
@@ -286,7 +286,7 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
         C_rows = estimator.C * multipliers[(union_y == positive).astype(int)]
         problem = SimplexProblem(union_X, signs, C_rows, spec, bias=bias_rule != "none", lam=0.0)
         max_time = estimator.max_time if estimator.max_time is not None else np.inf
-        options = estimator._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), max_time)
+        options = estimator.solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), max_time)
         # The cascade's own test (no violator left anywhere) needs the union solved exactly, not to the
         # statistical rule's share of violators.
         options = replace(options, core_set_stop="quiet")
@@ -346,7 +346,7 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
     elif result.status != "converged":
         warnings.warn(f"fit_cascade: the last global solve stopped early ({result.status}).",
                       ConvergenceWarning, stacklevel=2)
-    _set_fitted(estimator, problem, result, signs, rows, union_X, union_y, classes, gamma, spec, X.shape[1])
+    _set_fitted(estimator, problem, result, signs, rows, union_X, union_y, classes, gamma)
     estimator.cascade_history_ = history
     estimator.cascade_core_set_ = np.sort(rows)  # global rows of the last union (the global problem's points)
     estimator.cascade_converged_ = converged
@@ -354,19 +354,15 @@ def _cascade(estimator: CoreSVC, X, y, client, max_rounds, tol, max_violators, v
     return estimator
 
 
-def _set_fitted(estimator, problem, result, signs, rows, union_X, union_y, classes, gamma, spec, n_features):
-    bias_rule = estimator._bias_rule
+def _set_fitted(estimator, problem, result, signs, rows, union_X, union_y, classes, gamma):
+    bias_rule = estimator.bias_rule
     intercept = None
     if bias_rule == "kkt":
         intercept = kkt_bias(problem, result.support, result.alpha, result.squared_norm)
     model = BinaryModel.from_solution(result.support, result, signs[result.support], bias_rule != "none",
                                       intercept)
-    estimator.classes_ = classes
-    estimator.gamma_ = gamma
-    estimator._kernel_spec = spec
-    estimator.n_features_in_ = n_features
     y_index = (union_y == classes[1]).astype(np.int64)
-    estimator._set_fitted_attributes(union_X, y_index, [model])
+    estimator.set_fitted_solution(union_X, y_index, [model], classes, gamma)
     estimator.support_ = rows[estimator.support_]  # union positions -> global row indices
 
 

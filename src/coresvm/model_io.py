@@ -111,7 +111,7 @@ SCHEMAS: dict[str, tuple[Field, ...]] = {
         ("joint_info", "_joint_model.info", OPTIONAL),
         ("probA_", "probA_", OPTIONAL), ("probB_", "probB_", OPTIONAL),
         "n_iter_", "solver_info_", "fit_status_",
-        # the solution a warm_start fit of the loaded model starts from (svc.CoreSVC._previous_solution)
+        # the solution a warm_start fit of the loaded model starts from (svc.CoreSVC.warm_start_state)
         ("warm_started_", "warm_started_", OPTIONAL),
         ("fitted_multiclass", "_fitted_multiclass", OPTIONAL),
         ("warm_rows", "_warm_rows", OPTIONAL), ("warm_alpha", "_warm_alpha", OPTIONAL),

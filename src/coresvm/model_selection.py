@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
@@ -48,6 +49,7 @@ from sklearn.utils.validation import _check_method_params, _num_samples, indexab
 from threadpoolctl import ThreadpoolController
 
 from .cache import cache_budgets
+from .warm_start import WarmStart
 
 __all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
 
@@ -327,7 +329,7 @@ class PatternSearchCV(BaseSearchCV):
             if warm_keys is not None:  # the refitted model keeps the user's setting
                 user_warm_start = base_estimator.get_params()[warm_keys[1]]
                 self.best_estimator_.set_params(**{warm_keys[1]: user_warm_start})
-                release = getattr(self.best_estimator_, "_release_kept_rows", None)
+                release = getattr(self.best_estimator_, "release_kept_rows", None)
                 if not user_warm_start and release is not None:
                     release()  # what the refit kept for a next warm fit (coresvm: up to 2 x cache_size)
             self.refit_time_ = time.time() - refit_start
@@ -399,6 +401,10 @@ class PatternSearchCV(BaseSearchCV):
             step = min(initial_step, uncertainty)
             self.restarts_.append({"start": params_at(start), "uncertainty": uncertainty, "step": step})
             walk(run, start, step)
+
+    def _cv_results(self, candidate_params: list[dict], n_splits: int, out: list[dict]) -> dict:
+        """``cv_results_`` of the points evaluated so far, formatted as ``GridSearchCV``'s (BaseSearchCV's own)."""
+        return self._format_results(candidate_params, n_splits, out)
 
     def _climb_key(self, results) -> str:
         """The cv_results_ column the pattern climbs: the single score, or the refit metric."""
@@ -526,21 +532,21 @@ def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress
     return outputs, estimator, n_warm
 
 
-def _support_size(model) -> float:
-    """The number of support vectors a warm start from coresvm's ``model`` begins with (all its sub-problems',
-    before a move to other rows drops some); infinite for a model that keeps no warm start (it starts cold)."""
-    rows = getattr(model, "_warm_rows", None)
-    return math.inf if rows is None else len(rows)
+def _support_size(state: WarmStart | None) -> float:
+    """The number of support vectors a warm start from ``state`` begins with (all its sub-problems', before a move
+    to other rows drops some); infinite without a state (the fit starts cold)."""
+    return math.inf if state is None else len(state.rows)
 
 
 def _movable(estimator) -> bool:
-    """Whether a fitted model can start a fit on other rows and other kernel parameters.
+    """Whether a fit of ``estimator`` can start another on other rows and other kernel parameters.
 
-    coresvm's estimators can (``_moved_to_rows``): their dual is a point of the simplex, a
-    feasible start for any C, gamma and training rows. Other estimators' warm starts are only
-    trusted along C on the same rows.
+    coresvm's estimators can: they hand their solution over as a :class:`~coresvm.warm_start.WarmStart`
+    (``warm_start_state`` / ``set_warm_start_state``), whose dual is a point of the simplex, a feasible start
+    for any C, gamma and training rows (:meth:`~coresvm.warm_start.WarmStart.moved_to_rows`).  Other
+    estimators' warm starts are only trusted along C on the same rows.
     """
-    return callable(getattr(estimator, "_moved_to_rows", None))
+    return all(callable(getattr(estimator, name, None)) for name in ("warm_start_state", "set_warm_start_state"))
 
 
 class _CandidateEvaluator:
@@ -550,8 +556,9 @@ class _CandidateEvaluator:
     Cold: one job per (point, split), on a fresh clone.
 
     Warm, coresvm's estimators (their dual is a feasible start at any C, gamma and rows): one job per
-    (point, split) too, each continuing from the fitted model nearest to it when the batch starts
-    (``self.warm_models`` keeps every fitted model), in this order of preference:
+    (point, split) too, each continuing from the fit nearest to it when the batch starts
+    (``self.warm_models`` keeps every fit's :class:`~coresvm.warm_start.WarmStart`, handed to a shallow copy of
+    one unfitted estimator, ``self.warm_template``), in this order of preference:
 
     1. a model of the same split, nearest in grid index distance (ties: fewer steps off the C axis, then
        fewer support vectors: letter's fits at gamma 4 started from gamma 1 in 0.09 s, from gamma 16 in 0.17 s).
@@ -583,7 +590,8 @@ class _CandidateEvaluator:
         self.transfer = warm_keys is not None and _movable(base_estimator)
         self.all_params: list[dict] = []
         self.all_out: list[dict] = []
-        # transfer: (split, point key) -> (params, model); else (split, group key) -> (params of its last fit, model)
+        # transfer: (split, point key) -> (params, its fit's WarmStart or None); else (split, group key) -> (params of
+        # its last fit, model)
         self.warm_models: dict = {}
         self.dot_rows: dict = {}  # split -> the latest kept inner products of coresvm's estimators (see _keep)
         cache_size = getattr(base_estimator, "cache_size", 0)  # MB, or 'auto' (coresvm's estimators)
@@ -593,8 +601,12 @@ class _CandidateEvaluator:
         self.one_at_a_time = self.transfer and effective_n_jobs(getattr(parallel, "n_jobs", 1)) == 1
         # ... and then read the inner products of all the search's rows, computed once here (each fold's are a
         # block); parallel jobs' processes would each compute them for one fit: they keep theirs per fold instead.
-        share = getattr(base_estimator, "_search_inner_products", None) if self.one_at_a_time else None
+        share = getattr(base_estimator, "shared_inner_products", None) if self.one_at_a_time else None
         self.shared_dots = share(X) if share is not None else None
+        # transfer: every fit (and the refit) runs on a shallow copy of this one, given its start
+        # (set_warm_start_state): the copies share its parameters' objects, as the fitted models they once
+        # were copies of did (a RandomState's draws run on through the search).
+        self.warm_template = clone(base_estimator).set_params(**{warm_keys[1]: True}) if self.transfer else None
         self.results: dict = {}
         self.n_fits = 0
         self.n_warm_fits = 0
@@ -625,13 +637,13 @@ class _CandidateEvaluator:
         return repr(sorted(params.items()))
 
     def _preference(self, split, first_params):
-        """Sort key of the kept models as starts of a fit at ``first_params`` on ``split``: same split first, then
+        """Sort key of the kept states as starts of a fit at ``first_params`` on ``split``: same split first, then
         the nearest in grid index distance, then the fewest steps off the C axis, then the fewest support vectors
         (:func:`_support_size`)."""
         def preference(item):
-            (other_split, _), (params, model) = item
+            (other_split, _), (params, state) = item
             other, along_c = self._grid_distance(params, first_params)
-            return (other_split != split, other + along_c, other, _support_size(model))
+            return (other_split != split, other + along_c, other, _support_size(state))
 
         return preference
 
@@ -641,7 +653,7 @@ class _CandidateEvaluator:
     def _same_kernel(self, a: dict, b: dict) -> bool:
         """Whether two points of the grid differ in C at most (the same gamma and other kernel parameters; those
         missing from either point are not compared: a fit re-checks kept rows' kernel before reading them,
-        ``CoreSVC._previous_kernel_rows``, else uses them as memory only)."""
+        :meth:`~coresvm.warm_start.KeptKernelRows.computed_for`, else uses them as memory only)."""
         return self._grid_distance(a, b)[0] == 0
 
     def _grid_distance(self, a: dict, b: dict) -> tuple[int, int]:
@@ -666,35 +678,38 @@ class _CandidateEvaluator:
         return self._row_positions[split]
 
     def _start_estimator(self, split, key, first_params):
-        start = self._nearest_start(split, key, first_params)
+        if not self.transfer:
+            return self._nearest_start(split, key, first_params)
+        start = copy.copy(self.warm_template)
+        state = self._start_state(split, first_params) if self.warm_models else None
         if self.shared_dots is not None:
-            start._search_dots = self.shared_dots.on_rows(self.splits[split][0])
-        elif split in self.dot_rows and hasattr(start, "_warm_rows"):
-            start._dot_rows = self.dot_rows[split]  # the fold's inner products: any gamma, any C
-        if self.transfer and getattr(start, "_kernel_rows", None) is None:
-            start._kernel_rows = self._take_kernel_rows(split, first_params) or self._spare_kernel_rows(split)
-        return start
+            start.lend_inner_products(self.shared_dots.on_rows(self.splits[split][0]))
+        elif split in self.dot_rows and state is not None:
+            state.inner_products = self.dot_rows[split]  # the fold's inner products: any gamma, any C
+        if state is not None and state.kernel_rows is None:
+            state.kernel_rows = self._take_kernel_rows(split, first_params) or self._spare_kernel_rows(split)
+        return start.set_warm_start_state(state)
 
     def _take_kernel_rows(self, split, params):
-        """The kernel rows kept latest on ``split`` at the kernel of ``params`` (any C), taken from their model: a
-        fit at the same gamma computes none of their rows, whichever model it starts from."""
-        same_kernel = [model for other, kept_params, model in self._row_holders()
+        """The kernel rows kept latest on ``split`` at the kernel of ``params`` (any C), taken from their state: a
+        fit at the same gamma computes none of their rows, whichever state it starts from."""
+        same_kernel = [state for other, kept_params, state in self._row_holders()
                        if other == split and self._same_kernel(kept_params, params)]
         if not same_kernel:
             return None
-        rows, same_kernel[-1]._kernel_rows = same_kernel[-1]._kernel_rows, None
+        rows, same_kernel[-1].kernel_rows = same_kernel[-1].kernel_rows, None
         return rows
 
     def _spare_kernel_rows(self, split):
         """Kernel rows for a fit that finds none at its kernel: the rows kept longest on ``split`` that no later
-        fit will read (:meth:`_lendable`), taken from their model for their memory (the fit overwrites them).
+        fit will read (:meth:`_lendable`), taken from their state for their memory (the fit overwrites them).
         The first touch of fresh memory is slow (~1.5 ms per MB on the benchmark VM: as much as computing a USPS
         kernel row), and glibc gives large arrays fresh pages each time.  None when every holder's rows may be
         read later."""
         holders = self._row_holders()
-        for (other, _, model), lendable in zip(holders, self._lendable(holders), strict=True):
+        for (other, _, state), lendable in zip(holders, self._lendable(holders), strict=True):
             if other == split and lendable:
-                spare, model._kernel_rows = model._kernel_rows, None
+                spare, state.kernel_rows = state.kernel_rows, None
                 return spare
         return None
 
@@ -716,88 +731,98 @@ class _CandidateEvaluator:
         return any(self._same_kernel(params, point) for point in expected)
 
     def _keep(self, split, key, params, model) -> None:
-        """Keep a job's last model as a start for later fits; its inner products (coresvm's ``_dot_rows``, the
-        same for every gamma and C of a fold) are kept once per fold, the latest per sub-problem (a fit carries
-        forward the rows it used): one copy per fold, not one per model.  Its kernel rows (coresvm's
-        ``_kernel_rows``) stay with it, for the first later fit at the same kernel on the split (or one that
-        borrows them as memory, :meth:`_spare_kernel_rows`); all models' together stay within
+        """Keep a job's last fit as a start for later fits: for coresvm's estimators its
+        :class:`~coresvm.warm_start.WarmStart` only (the model itself, its prediction arrays included, is
+        dropped: a search never gives it out; kept, they made each new fit's arrays fresh memory, whose first
+        touch costs page faults: letter at 5,000 rows, 25-40 thousand faults over a warm search against ~0.3-13
+        thousand cold).  Its inner products (the same for every gamma and C of a fold) are kept once per fold,
+        the latest per sub-problem (a fit carries forward the rows it used): one copy per fold, not one per
+        state.  Its kernel rows stay with it, for the first later fit at the same kernel on the split (or one
+        that borrows them as memory, :meth:`_spare_kernel_rows`); all states' together stay within
         :meth:`_rows_budget`, dropped oldest first: those no later fit will read (:meth:`_lendable`), then the
         others."""
+        state = model.warm_start_state() if self.transfer else model
         self.warm_models.pop((split, key), None)  # re-inserted last: dicts keep insertion order
-        self.warm_models[(split, key)] = (params, model)
-        release = getattr(model, "_release_prediction_arrays", None)
-        if release is not None:  # scored already: from now on only a start for later fits
-            release()
-        rows = getattr(model, "_dot_rows", None)
+        self.warm_models[(split, key)] = (params, state)
+        if not self.transfer:
+            return
+        rows = None if state is None else state.inner_products
         if rows is not None:
             older = self.dot_rows.get(split)
             if older is not None and older.holds(rows.X):  # the latest per sub-problem (a fit that took kept
                 rows.rows = {**older.rows, **rows.rows}  # kernel rows computed no inner products for it)
             self.dot_rows[split] = rows
-            model._dot_rows = None
+            state.inner_products = None
         holders = self._row_holders()
         budget = self._rows_budget(holders)
-        total = sum(m._kernel_rows.nbytes for _, _, m in holders)
+        total = sum(kept.kept_bytes for _, _, kept in holders)
         lendable = self._lendable(holders)
         older = sorted(range(len(holders) - 1), key=lambda k: not lendable[k])  # stable: the oldest first
         for old in [holders[k][2] for k in older]:
             if total <= budget:
                 break
-            total -= old._kernel_rows.nbytes
-            old._kernel_rows = None
-        if total > budget:
-            model._kernel_rows = None
+            total -= old.kept_bytes
+            old.kernel_rows = None
+        if total > budget and state is not None:
+            state.kernel_rows = None
 
-    def _row_holders(self) -> list[tuple[int, dict, object]]:
-        """(split, parameters, model) of the kept models that hold kernel rows, the least recently kept first."""
-        return [(split, params, model) for (split, _), (params, model) in self.warm_models.items()
-                if getattr(getattr(model, "_kernel_rows", None), "nbytes", 0) > 0]
+    def _row_holders(self) -> list[tuple[int, dict, WarmStart]]:
+        """(split, parameters, state) of the kept states that hold kernel rows, the least recently kept first."""
+        return [(split, params, state) for (split, _), (params, state) in self.warm_models.items()
+                if self.transfer and state is not None and state.kept_bytes > 0]
 
-    def _rows_budget(self, holders: list[tuple[int, dict, object]]) -> int:
-        """Bytes of kernel rows kept over all models (``holders``: :meth:`_row_holders`): ``2 * n_splits`` times
+    def _rows_budget(self, holders: list[tuple[int, dict, WarmStart]]) -> int:
+        """Bytes of kernel rows kept over all states (``holders``: :meth:`_row_holders`): ``2 * n_splits`` times
         the largest fit's rows (on average, per split, those of the best point's kernel and a spare to write the
         next kernel's rows into), each fit's within ``cache_size``, so at most ``2 * n_splits * cache_size``;
         at least ``cache_size``."""
-        largest = max((m._kernel_rows.nbytes for _, _, m in holders), default=0)
+        largest = max((state.kept_bytes for _, _, state in holders), default=0)
         return max(self.cache_bytes, 2 * len(self.splits) * largest)
 
     def _nearest_start(self, split, key, first_params):
+        """The estimator of a job of an estimator that cannot start across kernels and rows (not ``transfer``): a
+        fresh clone, or the model the job's (split, group) fitted last."""
         if key is None:
             return clone(self.base_estimator)
-        if not self.transfer and (split, key) in self.warm_models:
+        if (split, key) in self.warm_models:
             return self.warm_models.pop((split, key))[1]  # refitted by the job, kept again after it
-        if not (self.transfer and self.warm_models):
-            return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
-        (other_split, _), (params, model) = min(self.warm_models.items(), key=self._preference(split, first_params))
+        return clone(self.base_estimator).set_params(**{self.warm_keys[1]: True})
+
+    def _start_state(self, split, first_params) -> WarmStart | None:
+        """The start of a fit at ``first_params`` on ``split`` (``transfer``): the kept state first in
+        :meth:`_preference`, moved to ``split``'s rows when it is another split's."""
+        (other_split, _), (params, state) = min(self.warm_models.items(), key=self._preference(split, first_params))
+        if state is None:
+            return None
         if other_split != split:
-            return model._moved_to_rows(self._rows_of_split(split)[self.splits[other_split][0]])
-        # A shallow copy: a fit rebinds its fitted attributes and never writes into the old arrays, so the kept
-        # model is unchanged (a deep copy of a letter model, 325 pairs' records: ~5 ms).  Kept kernel rows are
-        # written by the next fit: they go to the first fit at the same kernel, the model keeps none.
-        start = copy.copy(model)
-        start._kernel_rows = None
+            return state.moved_to_rows(self._rows_of_split(split)[self.splits[other_split][0]])
+        # A shallow copy: a fit reads the state's arrays and never writes into them, so the kept state is unchanged.
+        # Kept kernel rows are written by the next fit: they go to the first fit at the same kernel, the copy keeps
+        # none.
+        start = replace(state, kernel_rows=None)
         if self._same_kernel(params, first_params):
-            start._kernel_rows, model._kernel_rows = getattr(model, "_kernel_rows", None), None
+            start.kernel_rows, state.kernel_rows = state.kernel_rows, None
         return start
 
     def refit_estimator(self, best_params: dict):
         """The estimator to refit on all rows: for coresvm's estimators, warm-started from the mean of the
-        fold models at ``best_params`` (``_averaged_with``), or from the fold model nearest to it when fewer
-        than two folds have one there (every row a fold trained on is a row of the whole set)."""
+        fold solutions at ``best_params`` (:meth:`~coresvm.warm_start.WarmStart.averaged_with`), or from the fold
+        solution nearest to it when fewer than two folds have one there (every row a fold trained on is a row of
+        the whole set)."""
         if not (self.transfer and self.warm_models):
             return clone(self.base_estimator).set_params(**best_params)
         self.dot_rows.clear()  # the refit reads none of the folds' kept rows: free them before it runs
-        for _, _, kept_model in self._row_holders():
-            kept_model._kernel_rows = None
-        by_distance = sorted(((sum(self._grid_distance(params, best_params)), split, model)
-                              for (split, _), (params, model) in self.warm_models.items()), key=lambda entry: entry[:2])
-        nearest = [(split, model) for distance, split, model in by_distance if distance == 0] or [by_distance[0][1:]]
-        moved = [model._moved_to_rows(np.asarray(self.splits[split][0])) for split, model in nearest]
-        averaged = getattr(moved[0], "_averaged_with", None)
-        start = averaged(moved[1:]) if len(moved) >= 2 and callable(averaged) else moved[0]
-        start.set_params(**best_params)
+        for _, _, kept in self._row_holders():
+            kept.kernel_rows = None
+        by_distance = sorted(((sum(self._grid_distance(params, best_params)), split, state)
+                              for (split, _), (params, state) in self.warm_models.items()), key=lambda entry: entry[:2])
+        nearest = [(split, state) for distance, split, state in by_distance if distance == 0] or [by_distance[0][1:]]
+        moved = [None if state is None else state.moved_to_rows(np.asarray(self.splits[split][0]))
+                 for split, state in nearest]
+        state = moved[0].averaged_with(moved[1:]) if len(moved) >= 2 and moved[0] is not None else moved[0]
+        start = copy.copy(self.warm_template).set_params(**best_params).set_warm_start_state(state)
         if self.shared_dots is not None:
-            start._search_dots = self.shared_dots.on_rows(np.arange(_num_samples(self.X)))
+            start.lend_inner_products(self.shared_dots.on_rows(np.arange(_num_samples(self.X))))
         return start
 
     def _run(self, jobs, out):
@@ -821,14 +846,20 @@ class _CandidateEvaluator:
             results = (_fit_candidates(*arguments(job)) for job in each_job())
         else:  # every start chosen before the batch runs
             results = self.parallel([delayed(_fit_candidates)(*arguments(job)) for job in each_job()])
-        for (positions, split, key, parameter_list), (outputs, model, n_warm) in zip(jobs, results, strict=True):
+        results = iter(results)
+        # Not zip: its reused result tuple would hold each job's model while the next job runs (one at a time).
+        for positions, split, key, parameter_list in jobs:
+            outputs, model, n_warm = next(results)
             for position, output in zip(positions, outputs, strict=True):
                 out[position] = output
             if key is not None and outputs[-1]["fit_error"] is None:
                 self._keep(split, key, parameter_list[-1], model)
+            del model  # coresvm's: only its state is kept, the model is freed before the next job runs
             self.n_fits += len(outputs)
             self.n_warm_fits += n_warm
             self.progress.job_done(self.n_fits, len(self.all_params) + len(out) // n_splits)
+        for _ in results:  # as zip(strict=True): joblib's generator ends, no task left behind
+            raise RuntimeError("more results than jobs")
 
     def __call__(self, candidate_params) -> dict:
         candidates = list(candidate_params)
@@ -854,7 +885,7 @@ class _CandidateEvaluator:
             _insert_error_scores(out, self.search.error_score)
         self.all_params.extend(candidates)
         self.all_out.extend(out)
-        self.results = self.search._format_results(self.all_params, n_splits, self.all_out)
+        self.results = self.search._cv_results(self.all_params, n_splits, self.all_out)
         climb_key = self.search._climb_key(self.results)
         best = _best_index(self.results[climb_key])
         if best is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 import warnings
 from collections.abc import Callable
@@ -45,7 +44,6 @@ from .data import is_memory_mapped, map_row_blocks, read_rows, validate_mapped_i
 from .joint import fit_joint
 from .kernels import (
     KernelSpec,
-    inner_products,
     kernel_map,
     kernel_product,
     limit_kernel_threads,
@@ -83,6 +81,14 @@ from .solvers.dense import (
 from .solvers.driver import SolverOptions, SolverResult, run_engine, run_record
 from .solvers.engine import SECOND_VERTEX_RULES, STATUS_NAMES, print_progress
 from .solvers.geometric import STOPPING_RULES
+from .warm_start import (
+    DOT_REUSE_MIN_FEATURES,
+    KeptInnerProducts,
+    KeptKernelRows,
+    SharedInnerProducts,
+    WarmStart,
+    all_inner_products,
+)
 
 FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
 # core-set solvers: (candidates scored per round, violators added per round)
@@ -105,10 +111,6 @@ ONE_THREAD_MAX_POINTS = 5000
 # (Sub-)problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
 # (see CoreSVC._small_problem_fast_path); False forces the Python core-set loop (tests compare the two).
 SMALL_PROBLEM_FAST_PATH = True
-# A warm_start fit on the small-problem path keeps its working sets' inner products <x_i, x_j> for the next
-# warm fit on the same X (solvers/dense.py) when X has at least this many features: reading a kept row costs
-# about as much as computing 16 features' products (0.05-0.1 us vs 0.19 us per 77-point row of letter).
-DOT_REUSE_MIN_FEATURES = 64
 # A warm start at another kernel, or at a C at least HEAVY_START_C_RATIO times larger without kept kernel rows,
 # starts sub-problems of at least HEAVY_START_MIN_POINTS points from their heavy old support vectors only
 # (CoreSVC._heavy_starts).
@@ -122,6 +124,9 @@ CHUNKS_PER_WORKER = 4
 CHUNK_COST = 2**22
 NO_WARM_START = (np.empty(0, dtype=np.int64), np.empty(0))
 PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -b 1 uses 5 as well)
+# The fitted attributes a warm start reads (CoreSVC.warm_start_state); model files store them.
+_WARM_START_ATTRIBUTES = ("_warm_rows", "_warm_alpha", "_warm_offsets", "_warm_support_classes", "_fitted_multiclass",
+                          "support_", "support_vectors_", "classes_")
 
 
 class CoreSVC(ClassifierMixin, BaseEstimator):
@@ -499,7 +504,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
     def _solver_names(self):
         return {**FRANK_WOLFE_SOLVERS, **{name: name for name in (*CORE_SET_SOLVERS, *BALL_SOLVERS)}}
 
-    def _check_params(self) -> None:
+    def check_params(self) -> None:
+        """Check the parameters as :meth:`fit` does, without data (e.g. before a long data load).
+
+        Raises
+        ------
+        ValueError
+            For the first invalid parameter or combination, with the message :meth:`fit` gives.
+        """
         check_positive("C", self.C)
         check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0)
         check_choice("solver", self.solver, self._solver_names())
@@ -587,7 +599,23 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             if getattr(self, name):
                 raise ValueError(f"{name} is not available with multiclass='joint'; use 'ovo' or 'ovr'")
 
-    def _solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
+    def solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
+        """The solver settings a fit gives a sub-problem of ``n_points`` points (e.g. for a solve outside
+        :meth:`fit`, as ``distributed.fit_cascade``'s global one).
+
+        Parameters
+        ----------
+        n_points : int
+            Points of the (sub-)problem: picks the full or sampled violator search (``search='auto'``).
+        seed : int
+            Seed of the solver's random draws.
+        time_share : float
+            Seconds the solve may take (``np.inf``: no limit).
+
+        Returns
+        -------
+        SolverOptions
+        """
         full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
         verbose = float(self.verbose) if not isinstance(self.verbose, bool) else (1.0 if self.verbose else 0.0)
         core_set = self.solver in CORE_SET_SOLVERS
@@ -644,7 +672,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return "mdm" if self.solver == "swap" else "imdm"
 
     @property
-    def _bias_rule(self) -> str:
+    def bias_rule(self) -> str:
+        """``bias`` as a rule: ``'theoretic'``, ``'kkt'`` or ``'none'`` (``True`` and ``False`` mapped)."""
         if isinstance(self.bias, bool):
             return "theoretic" if self.bias else "none"
         return self.bias
@@ -693,7 +722,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        self._check_params()
+        self.check_params()
         X, y, sample_weight, keep = self._validate_fit_input(X, y, sample_weight)
         classes, y_index = encode_labels(y)
         if np.count_nonzero(np.bincount(y_index[keep], minlength=len(classes))) < 2:
@@ -701,8 +730,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 "The training data must contain samples of at least 2 classes; got only one class "
                 f"({classes[y_index[keep]][0]!r})"
             )
-        previous = self._previous_solution(X, y_index, classes)  # read before the attributes are replaced
-        previous_kernel = getattr(self, "_kernel_spec", None)
+        # Read before the attributes are replaced: the state given by set_warm_start_state, else the last fit's.
+        state = self.warm_start_state()
+        self.__dict__.pop("_warm_start_in", None)  # given for this fit only
+        previous = self._previous_solution(state, X, y_index, classes)
         self.classes_ = classes
         rng = check_random_state(self.random_state)
         self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
@@ -718,14 +749,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         decompose = one_vs_one_problems if self.multiclass == "ovo" else one_vs_rest_problems
         problems = decompose(y_index, keep, C_per_sample, len(classes), seeds)
         self.warm_started_ = previous is not None
-        self._rows_in = self._previous_kernel_rows(X, problems, reuse_values=previous is not None)
-        self._blend_start = previous is not None and self._expects_more_support(previous_kernel)
+        self._rows_in = self._previous_kernel_rows(X, problems, state, reuse_values=previous is not None)
+        self._blend_start = previous is not None and self._expects_more_support(state)
         if previous is not None:
-            _attach_warm_starts(problems, previous, self._heavy_starts(X, problems, previous_kernel, self._rows_in))
+            _attach_warm_starts(problems, previous, self._heavy_starts(X, problems, state, self._rows_in))
         # A search's inner products of all its rows, when it lends them (model_selection): every sub-problem reads
         # its own from there, so this fit keeps none of its own.
         self._search_rows = self._shared_dot_positions(X)
-        self._dots_in = (self._previous_dot_rows(X, problems)
+        self._dots_in = (self._previous_dot_rows(X, problems, state)
                          if previous is not None and self._search_rows is None else {})
         self._dots_out = ({} if self.warm_start and self._search_rows is None
                           and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None)
@@ -745,8 +776,8 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         budget = cache_budgets(self.cache_size)[0]
         kept_bytes = sum(dots.nbytes for _, _, dots in dots_out.values()) if dots_out else 0
         # Kept within the fit's memory budget (cache_size), for the next warm fit only.
-        self._dot_rows = _DotRows(X, dots_out) if dots_out and kept_bytes <= budget else None
-        kernel_rows = _KernelRows(X, self._kernel_spec, self._bias_rule, rows_out or {})
+        self._dot_rows = KeptInnerProducts(X, dots_out) if dots_out and kept_bytes <= budget else None
+        kernel_rows = KeptKernelRows(X, self._kernel_spec, self.bias_rule, rows_out or {})
         self._kernel_rows = kernel_rows if rows_out and kernel_rows.nbytes <= budget else None
         self._warn_unconverged(models)
         self._set_fitted_attributes(X, y_index, models)
@@ -827,9 +858,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         problems small enough to run on one BLAS thread (as pair by pair: ``ONE_THREAD_MAX_POINTS``)."""
         largest = max(len(problem.rows) for problem in problems)
         return (len(problems) > 1 and not self._dots_in and self._dots_out is None and self._search_rows is None
-                and self._bias_rule != "kkt"
+                and self.bias_rule != "kkt"
                 and (n_jobs > 1 or largest <= ONE_THREAD_MAX_POINTS)
-                and self._small_problem_fast_path(X, largest, self._solver_options(largest, 0, np.inf)))
+                and self._small_problem_fast_path(X, largest, self.solver_options(largest, 0, np.inf)))
 
     def _solve_chunk(self, X, problems: list[SubProblem], max_time: float) -> list[BinaryModel]:
         """Solve ``problems`` in one compiled call (:func:`~coresvm.solvers.dense.run_many_dense_rows`): the same
@@ -841,12 +872,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         C = np.concatenate([problem.C for problem in problems])
         starts = [problem.init if problem.init is not None else NO_WARM_START for problem in problems]
         init_offsets = np.cumsum([0] + [len(init_idx) for init_idx, _ in starts])
-        options = self._solver_options(max(sizes), 0, max_time)
+        options = self.solver_options(max(sizes), 0, max_time)
         alpha, stats = run_many_dense_rows(
-            X, rows, offsets, signs, C, self._kernel_spec, self._bias_rule != "none", 0.0, options,
+            X, rows, offsets, signs, C, self._kernel_spec, self.bias_rule != "none", 0.0, options,
             np.array([problem.seed for problem in problems]), np.concatenate([init_idx for init_idx, _ in starts]),
             np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time, self._blend_start)
-        return _models_from_chunk(problems, rows, offsets, signs, alpha, stats, self._bias_rule != "none")
+        return _models_from_chunk(problems, rows, offsets, signs, alpha, stats, self.bias_rule != "none")
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
         rows = problem.rows
@@ -856,11 +887,11 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 f"{what} solves a minimum enclosing ball, which needs one C for every sample; "
                 "sample_weight or class_weight make C vary. Use solver='mnsvm' or 'coreset' with weights."
             )
-        bias_rule = self._bias_rule
+        bias_rule = self.bias_rule
         # CVM, and the Frank-Wolfe solvers with stopping='meb', solve the minimum enclosing ball (lam = 1) and
         # stop by its (1 + eps) radius test (driver.radius_test_options).
         lam = 1.0 if self._radius_test else 0.0
-        options = self._solver_options(len(rows), problem.seed, budget.share())
+        options = self.solver_options(len(rows), problem.seed, budget.share())
         init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
 
         def simplex_problem() -> SimplexProblem:
@@ -878,7 +909,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             if self._search_rows is not None:
                 dots_in = self._search_dots.dot_rows(self._search_rows[rows])
             elif self._complete_dots and len(dots_in[0]) < len(rows):
-                dots_in = _all_inner_products(X, rows)
+                dots_in = all_inner_products(X, rows)
             # Kept kernel rows need no inner products, nor do complete ones; the old ones stay valid for the next
             # fit (same X).
             keep_dots = (self._dots_out is not None and not _holds_kernel_values(kept_rows)
@@ -987,6 +1018,37 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 stacklevel=stacklevel,
             )
 
+    def set_fitted_solution(self, X, y_index: np.ndarray, models: list[BinaryModel], classes: np.ndarray,
+                            gamma: float) -> CoreSVC:
+        """Make this estimator the fitted model of binary solutions found outside :meth:`fit`.
+
+        For solvers that run elsewhere (``distributed.fit_cascade`` solves the union of the partitions'
+        core sets itself): sets every fitted attribute :meth:`fit` sets, probabilities aside.
+
+        Parameters
+        ----------
+        X : array-like or CSR matrix of shape (n_samples, n_features)
+            The rows the models' ``rows`` index.
+        y_index : ndarray of shape (n_samples,)
+            Class index of each row (positions in ``classes``).
+        models : list of BinaryModel
+            One per sub-problem, in the order of the decomposition (one model for two classes).
+        classes : ndarray of shape (n_classes,)
+            The class labels.
+        gamma : float
+            The resolved kernel width the models were solved at.
+
+        Returns
+        -------
+        self : CoreSVC
+        """
+        self.classes_ = classes
+        self.gamma_ = gamma
+        self._kernel_spec = KernelSpec(self.kernel, gamma, float(self.coef0), int(self.degree))
+        self.n_features_in_ = X.shape[1]
+        self._set_fitted_attributes(X, y_index, models)
+        return self
+
     def _set_fitted_attributes(self, X, y_index, models) -> None:
         self._decomposition = "ovr" if self.multiclass == "ovr" and len(self.classes_) > 2 else "ovo"
         layout_class = OneVsRestLayout if self._decomposition == "ovr" else OneVsOneLayout
@@ -1001,7 +1063,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array([model.info["iterations"] for model in models], dtype=np.int64)
         self.solver_info_ = [model.info for model in models]
         self.fit_status_ = int(any(info["status"] != "converged" for info in self.solver_info_))
-        # What a warm start needs, as flat arrays (model files store them like any attribute).
+        # What a warm start needs (warm_start_state), as flat arrays (model files store them like any attribute).
         self._fitted_multiclass = self.multiclass
         self._warm_rows = np.concatenate([model.rows for model in models])
         self._warm_alpha = np.concatenate([model.alpha for model in models])
@@ -1010,26 +1072,62 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self._warm_C = float(self.C)
 
     # ------------------------------------------------------------ warm starts
-    def _previous_solution(self, X, y_index, classes) -> tuple | None:
-        """The last fit's solution if ``warm_start`` is on and it still fits the data, else None: (rows, weights,
-        offsets), sub-problem ``k``'s rows and weights at ``offsets[k]:offsets[k + 1]``.
+    def warm_start_state(self) -> WarmStart | None:
+        """What the next ``warm_start=True`` fit starts from: the state given by :meth:`set_warm_start_state`, else
+        the one the last fit left (also that of a loaded model file), or None (none, or a ``multiclass='joint'``
+        fit).
 
-        Rule: same classes and decomposition, and the old support vectors are
-        still rows ``support_`` of the new ``X`` (same values, same classes).
+        The state refers to this model's arrays (no copy) and to the kernel rows and inner products it keeps
+        for the next fit, which go to the first fit that starts from it.
+
+        Returns
+        -------
+        WarmStart or None
         """
-        if not self.warm_start or not hasattr(self, "_warm_rows"):
+        if "_warm_start_in" in self.__dict__:
+            return self._warm_start_in
+        if not all(hasattr(self, name) for name in _WARM_START_ATTRIBUTES):
             return None
-        if self._fitted_multiclass != self.multiclass or not _same_labels(self.classes_, classes):
-            return None
-        rows, vectors = self.support_, self.support_vectors_  # still the previous fit's
-        if vectors.shape[1] != X.shape[1] or (len(rows) and rows.max() >= X.shape[0]):
-            return None
-        if not np.array_equal(y_index[rows], self._warm_support_classes) or not _same_rows(read_rows(X, rows), vectors):
-            return None
-        return self._warm_rows, self._warm_alpha, self._warm_offsets
+        return WarmStart(
+            rows=self._warm_rows, weights=self._warm_alpha, offsets=self._warm_offsets, support=self.support_,
+            support_vectors=self.support_vectors_, support_classes=self._warm_support_classes, classes=self.classes_,
+            multiclass=self._fitted_multiclass, C=getattr(self, "_warm_C", None),
+            kernel=getattr(self, "_kernel_spec", None), kernel_rows=getattr(self, "_kernel_rows", None),
+            inner_products=getattr(self, "_dot_rows", None),
+        )
 
-    def _heavy_starts(self, X, problems: list[SubProblem], previous_kernel: KernelSpec | None,
-                      rows_in: dict) -> list[bool]:
+    def set_warm_start_state(self, state: WarmStart | None) -> CoreSVC:
+        """Make the next fit with ``warm_start=True`` start from ``state`` (None: cold), not from this estimator's
+        last fit.
+
+        The state is used once, by the next fit (then the fit's own state replaces it), and only when it
+        applies to that fit's data (:meth:`WarmStart.applies_to`); otherwise the fit starts cold, as with
+        this estimator's own state.  ``clone`` does not copy it.
+
+        Parameters
+        ----------
+        state : WarmStart or None
+            E.g. another fit's :meth:`warm_start_state`, or one derived from it
+            (:meth:`WarmStart.moved_to_rows`, :meth:`WarmStart.averaged_with`).
+
+        Returns
+        -------
+        self : CoreSVC
+        """
+        if state is not None and not isinstance(state, WarmStart):
+            raise TypeError(f"state must be a WarmStart or None; got {type(state).__name__}")
+        self._warm_start_in = state
+        return self
+
+    def _previous_solution(self, state: WarmStart | None, X, y_index, classes) -> tuple | None:
+        """``state``'s solution if ``warm_start`` is on and it still fits the data (:meth:`WarmStart.applies_to`),
+        else None: (rows, weights, offsets), sub-problem ``k``'s rows and weights at ``offsets[k]:offsets[k + 1]``.
+        """
+        if not self.warm_start or state is None or not state.applies_to(X, y_index, classes, self.multiclass):
+            return None
+        return state.rows, state.weights, state.offsets
+
+    def _heavy_starts(self, X, problems: list[SubProblem], previous: WarmStart, rows_in: dict) -> list[bool]:
         """Per sub-problem, whether its warm start takes only the heavy old support vectors (weight at least the
         mean), not all of them.
 
@@ -1052,9 +1150,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         step test passed where the support stayed sparse (ijcnn1, 4,000 points, (1024, 1/16) -> (1024, 1/1024):
         0.72-0.94 s blended against 0.26-0.63 s from the whole support and 0.19 s cold).
         """
-        kernel_changed = previous_kernel != self._kernel_spec
-        c_grew = float(self.C) >= HEAVY_START_C_RATIO * getattr(self, "_warm_C", np.inf)
-        options = self._solver_options(len(X), 0, np.inf)
+        kernel_changed = previous.kernel != self._kernel_spec
+        c_grew = float(self.C) >= HEAVY_START_C_RATIO * (np.inf if previous.C is None else previous.C)
+        options = self.solver_options(len(X), 0, np.inf)
 
         def heavy(problem: SubProblem) -> bool:
             if len(problem.rows) < HEAVY_START_MIN_POINTS or (
@@ -1064,56 +1162,88 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
         return [heavy(problem) for problem in problems]
 
-    def _expects_more_support(self, previous_kernel: KernelSpec | None) -> bool:
+    def _expects_more_support(self, previous: WarmStart) -> bool:
         """Whether this warm fit's solution likely has more support vectors than the last one's: a smaller ``C``
         (at most the same gamma) or, for RBF, a smaller gamma (at most the same ``C``).  Its warm starts on the
         small-problem path then begin with every point, mixed with the balanced uniform weights
         (:func:`~coresvm.solvers.dense._blend_toward_balanced`, by exact line search: never a worse start).
         """
-        new, old = self._kernel_spec, previous_kernel
+        new, old = self._kernel_spec, previous.kernel
         if old is None or (new.name, new.coef0, new.degree) != (old.name, old.coef0, old.degree):
             return False
-        old_C = getattr(self, "_warm_C", np.nan)
+        old_C = np.nan if previous.C is None else previous.C
         same_gamma = new.gamma == old.gamma
         if float(self.C) < old_C:
             return same_gamma or (new.name == "rbf" and new.gamma < old.gamma)
         return float(self.C) == old_C and new.name == "rbf" and new.gamma < old.gamma
 
-    def _search_inner_products(self, X) -> _SharedInnerProducts | None:
-        """The inner products a hyper-parameter search on ``X`` lends its warm fits (model_selection), if any."""
-        return _SharedInnerProducts.for_search(X, cache_budgets(self.cache_size)[0])
+    def shared_inner_products(self, X) -> SharedInnerProducts | None:
+        """Inner products of all rows of ``X`` for a hyper-parameter search to lend its warm fits on subsets of
+        them (:meth:`lend_inner_products`), or None when they would not pay or not fit ``cache_size``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The search's data.
+
+        Returns
+        -------
+        SharedInnerProducts or None
+            Computed on first use (:meth:`SharedInnerProducts.for_search`).
+        """
+        return SharedInnerProducts.for_search(X, cache_budgets(self.cache_size)[0])
+
+    def lend_inner_products(self, products: SharedInnerProducts | None) -> CoreSVC:
+        """Lend the next fit a search's shared inner products (:meth:`shared_inner_products`), already restricted
+        to the fit's rows (:meth:`SharedInnerProducts.on_rows`): the fit reads them instead of computing any and
+        keeps none of its own.  Used when the fit's ``X`` is those rows; dropped when the fit ends.
+
+        Parameters
+        ----------
+        products : SharedInnerProducts or None
+            None withdraws a loan.
+
+        Returns
+        -------
+        self : CoreSVC
+        """
+        if products is None:
+            self.__dict__.pop("_search_dots", None)
+        else:
+            self._search_dots = products
+        return self
 
     def _shared_dot_positions(self, X) -> np.ndarray | None:
-        """The rows of the search's shared inner products (:class:`_SharedInnerProducts`) that hold ``X``'s rows,
-        when a search lent them to this fit (``_search_dots``) and ``X`` is those rows; else None."""
+        """The rows of the search's shared inner products (:class:`SharedInnerProducts`) that hold ``X``'s rows,
+        when a search lent them to this fit (:meth:`lend_inner_products`) and ``X`` is those rows; else None."""
         lent = getattr(self, "_search_dots", None)
         if lent is None or not isinstance(X, np.ndarray):
             return None
         return lent.positions_of(X)
 
-    def _previous_dot_rows(self, X, problems: list[SubProblem]) -> dict:
+    def _previous_dot_rows(self, X, problems: list[SubProblem], state: WarmStart) -> dict:
         """Per sub-problem index, the inner products ``(points, dots)`` the last fit kept, if ``X`` is the same.
 
         Rule: the same training matrix (shape, dtype and values: the rows are all of the problem's points, not
         only the support vectors) and the same rows in the sub-problem.  Inner products do not depend on C,
         the kernel's parameters or the signs, so a warm fit at another gamma reuses them too.
         """
-        cache = getattr(self, "_dot_rows", None)
+        cache = state.inner_products
         if cache is None or not cache.holds(X):
             return {}
         return {problem.index: cache.rows[problem.index][1:] for problem in problems
                 if problem.index in cache.rows and np.array_equal(cache.rows[problem.index][0], problem.rows)}
 
-    def _previous_kernel_rows(self, X, problems: list[SubProblem], reuse_values: bool) -> dict:
+    def _previous_kernel_rows(self, X, problems: list[SubProblem], state: WarmStart | None, reuse_values: bool) -> dict:
         """Per sub-problem index, the kernel rows ``(buffer, order, 1/C)`` the last fit kept, if ``reuse_values``,
         ``X``, the kernel and the bias are the same and the sub-problem has the same rows and signs (only ``C`` may
         differ: a warm fit of a search at the same gamma).  Otherwise a kept buffer of the sub-problem's size is
         lent as memory only (``(buffer, [], [])``: the fit overwrites it; fresh memory costs page faults).  They
         are taken: the last fit's model no longer holds them."""
-        holder = getattr(self, "_kernel_rows", None)
+        holder = None if state is None else state.kernel_rows
         if holder is None:
             return {}
-        same_kernel = reuse_values and holder.computed_for(X, self._kernel_spec, self._bias_rule)
+        same_kernel = reuse_values and holder.computed_for(X, self._kernel_spec, self.bias_rule)
         entries = holder.take()
         kept = {}
         for problem in problems:
@@ -1126,81 +1256,12 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 kept[problem.index] = (entry[2], *NO_KERNEL_ROWS[1:])
         return kept
 
-    def _release_prediction_arrays(self) -> None:
-        """Free the arrays only prediction reads, for a model kept by a search as a start for later fits only
-        (``model_selection``): a warm start reads the solution (e.g. ``_warm_rows``, ``_warm_alpha``,
-        ``support_vectors_``), never the coefficients.  The model can then neither predict nor be saved
-        (``AttributeError``; a file that ``load_model`` rejects): a search never gives it out, only fits from
-        it.  ``_pair_coef`` is ``n_SV x n_pairs``: 6.8 MB for a letter model of 2,600 SVs and 325 pairs, and a
-        search keeps every model it fits.  Kept, they made each new fit's arrays fresh memory, whose first
-        touch costs page faults (letter at 5,000 rows: 25-40 thousand faults over a warm search against
-        ~0.3-13 thousand cold)."""
-        for name in ("_pair_coef", "dual_coef_"):
-            self.__dict__.pop(name, None)
-
-    def _release_kept_rows(self) -> None:
-        """Free the kernel rows and inner products a warm fit keeps for the next fit (up to ``cache_size`` each):
-        a search's refitted model, given out with the user's ``warm_start=False``, is not fitted again."""
+    def release_kept_rows(self) -> None:
+        """Free the kernel rows and inner products a ``warm_start=True`` fit keeps for the next fit (up to
+        ``cache_size`` each), e.g. for a model that will not be fitted again (``PatternSearchCV``'s refitted
+        model, given out with the user's ``warm_start=False``).  The solution stays (:meth:`warm_start_state`)."""
         self._kernel_rows = None
         self._dot_rows = None
-
-    def _moved_to_rows(self, new_row_of: np.ndarray) -> CoreSVC:
-        """A shallow copy whose kept solution refers to another training set's rows.
-
-        ``new_row_of[i]`` is the row of the next ``X`` holding this fit's training row ``i``, or
-        -1 when it is gone (gsvm's support-vector reuse across cross-validation folds: fold k+1
-        starts from fold k's solution restricted to the rows both folds train on).  Dropping
-        weights keeps the point on the simplex after rescaling to sum 1, which the solvers do
-        (Strack 2013's problem has no box constraint, so that rescaling is the whole projection).
-        """
-        moved = copy.copy(self)
-        moved._dot_rows = moved._kernel_rows = None  # of the old rows
-        if not hasattr(self, "_warm_rows"):
-            return moved
-        new_row_of = np.asarray(new_row_of, dtype=np.int64)
-        kept_sv = new_row_of[self.support_] >= 0
-        moved.support_ = new_row_of[self.support_][kept_sv]
-        moved.support_vectors_ = self.support_vectors_[np.flatnonzero(kept_sv)]
-        moved._warm_support_classes = self._warm_support_classes[kept_sv]
-        rows = new_row_of[self._warm_rows]
-        kept = rows >= 0
-        moved._warm_rows, moved._warm_alpha = rows[kept], self._warm_alpha[kept]
-        moved._warm_offsets = np.concatenate([[0], np.cumsum(kept)])[self._warm_offsets].astype(np.int64)
-        return moved
-
-    def _averaged_with(self, others: list[CoreSVC]) -> CoreSVC:
-        """A shallow copy whose kept solution is, per sub-problem, the mean of this model's and ``others``'s weights
-        (all on the same training rows, e.g. cross-validation fold models at one point moved to all rows with
-        :meth:`_moved_to_rows`); ``self`` when their decompositions differ.
-
-        Each fold's weights sum to 1 per sub-problem, so the mean does too: a point of the simplex, as any warm start.
-        Every row is in k - 1 of k folds, so the mean spreads the weight as the whole set's solution does; one
-        fold's solution leaves a third of ijcnn1's rows without weight (the refit of a search at 5,000 rows,
-        3 folds, C 256, gamma 1: 23,440 pairwise steps from the mean, 49,266 from one fold, 39,276 cold).
-        """
-        models = [self, *others]
-        if not all(hasattr(model, "_warm_rows") and len(model._warm_offsets) == len(self._warm_offsets)
-                   and _same_labels(model.classes_, self.classes_) for model in models):
-            return self
-        averaged = copy.copy(self)
-        rows, alpha, offsets = [], [], [0]
-        for k in range(len(self._warm_offsets) - 1):
-            parts = [(m, slice(m._warm_offsets[k], m._warm_offsets[k + 1])) for m in models]
-            unique, where = np.unique(np.concatenate([m._warm_rows[part] for m, part in parts]), return_inverse=True)
-            weights = np.concatenate([m._warm_alpha[part] for m, part in parts])
-            rows.append(unique)
-            alpha.append(np.bincount(where, weights=weights, minlength=len(unique)) / len(models))
-            offsets.append(offsets[-1] + len(unique))
-        averaged._warm_rows, averaged._warm_alpha = np.concatenate(rows).astype(np.int64), np.concatenate(alpha)
-        averaged._warm_offsets = np.asarray(offsets, dtype=np.int64)
-        # The support vectors a warm fit checks against the new X (_previous_solution): the union, in row order.
-        support = np.concatenate([model.support_ for model in models])
-        support, first = np.unique(support, return_index=True)
-        averaged.support_ = support
-        averaged.support_vectors_ = _stacked_rows([model.support_vectors_ for model in models])[first]
-        averaged._warm_support_classes = np.concatenate([model._warm_support_classes for model in models])[first]
-        averaged._dot_rows = averaged._kernel_rows = None
-        return averaged
 
     # ---------------------------------------------------------- probabilities
     def _fit_probability(self, X, y, y_index, sample_weight, keep, problems, rng) -> None:
@@ -1273,9 +1334,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
                 "sample_weight or class_weight make C vary. Use solver='coreset' with weights."
             )
         time_budget = self.max_time if self.max_time is not None else np.inf
-        options = self._solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_budget)
+        options = self.solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_budget)
         model, result = fit_joint(X_rows, y_index[rows], len(self.classes_), C_rows, self._kernel_spec, options,
-                                  self._bias_rule)
+                                  self.bias_rule)
         self._warn_if_stopped_early(result.status, result.rel_gap, result.eps, "CoreSVC (multiclass='joint')")
         model.support = rows[model.support]
         self._joint_model = model
@@ -1554,167 +1615,15 @@ class _TimeBudget:
         return max((self.deadline - fit_clock()) / rounds_left, 1e-3)
 
 
-class _DotRows:
-    """Inner products ``<x_i, x_j>`` of the last fit's working sets, kept by a ``warm_start`` fit for the next one.
-
-    ``rows[problem index] = (the sub-problem's rows of X, points, dots)`` with ``dots[k, j] = <x_points[k], x_j>``
-    (positions in the sub-problem; solvers/dense.py).  Read-only once built: deep copies (a search starting a
-    fit at another gamma from a copy of this model) share it, and it is not pickled or saved in model files
-    (the next warm fit on the same data rebuilds it); it holds a reference to the training matrix, to check
-    that the next fit's ``X`` is the same.
-    """
-
-    def __init__(self, X, rows: dict):
-        self.X, self.rows = X, rows
-
-    def holds(self, X) -> bool:
-        return _same_matrix(self.X, X)
-
-    def __deepcopy__(self, memo):
-        return self
-
-    def __reduce__(self):
-        return _DotRows, (None, {})
-
-    # model_io does not save it
-    transient = True
-
-
-class _SharedInnerProducts:
-    """Inner products ``<x_i, x_j>`` of all rows of a hyper-parameter search's data, computed once (one BLAS
-    product, on first use) and read by the search's warm fits on every fold, at every C and gamma.
-
-    A fold's sub-problems are sets of the search's rows, so their inner products are blocks of this one matrix,
-    and the folds of k-fold cross-validation share ``(k - 2) / (k - 1)`` of their rows: kept per fold
-    (:class:`_DotRows`), five folds of USPS's 5,000 rows need 5 x 230 MB, more than ``cache_size``, and kept
-    none.  The search builds one only when its ``n x n`` float64 values fit ``cache_size``
-    (:meth:`for_search`), and lends it to each fit with the rows of its fold (:meth:`on_rows`; the fit drops it
-    when it ends).  Not pickled (a parallel job's process would compute its own for one fit), not saved.
-    """
-
-    transient = True  # model_io does not save it
-
-    def __init__(self, X, rows=None, source=None):
-        self.X, self.rows = X, rows
-        self._source = source if source is not None else {"dots": None, "lock": threading.Lock()}
-
-    @classmethod
-    def for_search(cls, X, cache_bytes: int) -> _SharedInnerProducts | None:
-        """One for a search on ``X``, when it is a dense array with enough features for inner products to be most
-        of a kernel row's cost (``DOT_REUSE_MIN_FEATURES``) and its ``n x n`` products fit ``cache_bytes``."""
-        if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] >= DOT_REUSE_MIN_FEATURES
-                and X.shape[0] ** 2 * 8 <= cache_bytes and not is_memory_mapped(X)):
-            return None
-        return cls(X)
-
-    def on_rows(self, rows: np.ndarray) -> _SharedInnerProducts:
-        """The same products, lent to a fit on the search's rows ``rows`` (in order)."""
-        return _SharedInnerProducts(self.X, np.asarray(rows, dtype=np.int64), self._source)
-
-    def positions_of(self, X) -> np.ndarray | None:
-        """The search rows of ``X``'s rows, if ``X`` is the search's rows :attr:`rows` (same shape and values)."""
-        if self.X is None or self.rows is None or X.shape != (len(self.rows), self.X.shape[1]):
-            return None
-        return self.rows if np.array_equal(X, self.X[self.rows]) else None
-
-    def dot_rows(self, positions: np.ndarray) -> tuple:
-        """A sub-problem's inner products as :func:`~coresvm.solvers.dense.run_dense_rows` reads them
-        (``points, dots, slots, columns``) for its points at search rows ``positions``."""
-        return np.arange(len(positions)), self._dots(), positions, positions
-
-    def _dots(self) -> np.ndarray:
-        with self._source["lock"]:  # fits of one search in threads: computed once
-            if self._source["dots"] is None:
-                self._source["dots"] = _all_inner_products(self.X, np.arange(len(self.X)))[1]
-            return self._source["dots"]
-
-    def __deepcopy__(self, memo):
-        return self
-
-    def __reduce__(self):
-        return _SharedInnerProducts, (None,)
-
-
-class _KernelRows:
-    """Kernel rows of the last fit's working sets, kept by a ``warm_start`` fit for the next fit at the same kernel.
-
-    ``entries[problem index] = (the sub-problem's rows of X, its signs, buffer, order, 1/C, rows written)``, as
-    :func:`~coresvm.solvers.dense.run_dense_rows` returns them with ``keep_rows``.  A fit of the same problem with
-    another ``C`` (a search along C at one gamma) starts from that working set and computes no row of it; a fit
-    of a problem of the same size at another kernel writes its rows into the buffer (memory only).  The
-    buffers are written by the next fit, so they have one owner: :meth:`take` hands them over once, and copies
-    (``copy.deepcopy``, pickling) get none.  Not saved in model files.  ``nbytes`` counts the whole buffers
-    (``m x m``), although only the rows written are resident.
-    """
-
-    def __init__(self, X, kernel: KernelSpec | None, bias_rule: str | None, entries: dict):
-        self.X, self.kernel, self.bias_rule, self.entries = X, kernel, bias_rule, entries
-
-    @property
-    def nbytes(self) -> int:
-        return sum(entry[2].nbytes for entry in self.entries.values())
-
-    def computed_for(self, X, kernel: KernelSpec, bias_rule: str) -> bool:
-        """Whether the rows' values hold for ``X``, ``kernel`` and ``bias_rule``."""
-        return kernel == self.kernel and bias_rule == self.bias_rule and _same_matrix(self.X, X)
-
-    def take(self) -> dict:
-        """The entries, given up (the buffers are then the taker's)."""
-        entries, self.entries = self.entries, {}
-        return entries
-
-    def __deepcopy__(self, memo):
-        return _KernelRows(None, None, None, {})
-
-    def __reduce__(self):
-        return _KernelRows, (None, None, None, {})
-
-    # model_io does not save it
-    transient = True
-
-
 def _holds_kernel_values(kept_rows: tuple) -> bool:
     """Whether kept kernel rows ``(buffer, order, 1/C)`` (:meth:`CoreSVC._previous_kernel_rows`) hold an earlier
     fit's values, which the fit starts from; with an empty order the buffer is lent as memory only."""
     return len(kept_rows[1]) > 0
 
 
-def _all_inner_products(X, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """All inner products of a sub-problem's points, as solvers/dense.py reads kept ones: (points, dots), here
-    every position and ``dots = X_rows X_rows'`` (one BLAS product: ~10 ns per entry of USPS's 256 features on
-    one thread, against ~17 ns in the dense loop's row batches)."""
-    X_rows = np.asarray(X[rows], dtype=np.float64)  # float64 products, as the dense loop's (float32 X too)
-    return np.arange(len(rows)), inner_products(X_rows, X_rows)
-
-
-def _same_matrix(kept, X) -> bool:
-    """Whether ``X`` is the training matrix ``kept`` was computed from (shape, dtype and values)."""
-    if kept is None:
-        return False
-    return kept is X or (kept.shape == X.shape and kept.dtype == X.dtype and np.array_equal(kept, X))
-
-
 def _grouped_by_class(n_support: np.ndarray, pair_coef: np.ndarray) -> bool:
     """Whether the SVs are grouped by class as ``n_support`` says (LIBSVM's layout; every fit and model file)."""
     return n_support is not None and int(np.sum(n_support)) == pair_coef.shape[0]
-
-
-def _same_labels(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and bool(np.all(a == b))
-
-
-def _stacked_rows(blocks: list):
-    """Row blocks (dense or CSR, as ``support_vectors_``) stacked in order."""
-    return sp.vstack(blocks, format="csr") if sp.issparse(blocks[0]) else np.concatenate(blocks)
-
-
-def _same_rows(A, B) -> bool:
-    """Whether two (dense or CSR) matrices hold the same values."""
-    if A.shape != B.shape:
-        return False
-    if sp.issparse(A) or sp.issparse(B):
-        return (sp.csr_matrix(A) != sp.csr_matrix(B)).nnz == 0
-    return bool(np.array_equal(A, B))
 
 
 def _attach_warm_starts(problems: list[SubProblem], previous: tuple, heavy_only: list[bool]) -> None:
@@ -1768,3 +1677,7 @@ def _warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha, ol
     for k in range(min(n_problems, old_offsets.shape[0] - 1), n_problems):
         offsets[k + 1] = n
     return positions[:n], alpha[:n], offsets
+
+
+# Pickles of models made before the holders of kept rows moved to warm_start.py name them here.
+_DotRows, _KernelRows, _SharedInnerProducts = KeptInnerProducts, KeptKernelRows, SharedInnerProducts

@@ -49,7 +49,7 @@ __all__ = [
 DOT_REUSE_MIN_FEATURES = 64
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class WarmStart:
     """The state one CoreSVC fit leaves for the next warm-started fit.
 
@@ -112,6 +112,11 @@ class WarmStart:
     kernel: KernelSpec | None
     kernel_rows: KeptKernelRows | None = None
     inner_products: KeptInnerProducts | None = None
+
+    def __repr__(self) -> str:
+        kernel = "None" if self.kernel is None else f"{self.kernel.name}(gamma={self.kernel.gamma:g})"
+        return (f"WarmStart(n_problems={self.n_problems}, n_weights={len(self.rows)}, n_support={len(self.support)}, "
+                f"multiclass={self.multiclass!r}, C={self.C!r}, kernel={kernel}, kept_bytes={self.kept_bytes})")
 
     @property
     def n_problems(self) -> int:

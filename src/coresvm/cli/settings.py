@@ -166,10 +166,7 @@ def resolve(args: argparse.Namespace, command: str) -> Settings:
             f"all-at-once problem's label inner products. Use -u pairwise with --solver {p['solver']}"
         )
     # Check the parameters now, before a long data load, with the estimator's own messages.
-    try:
-        CoreSVC(**p)._check_params()
-    except AttributeError:  # an estimator without _check_params checks at fit time
-        pass
+    CoreSVC(**p).check_params()
     return s
 
 

@@ -164,7 +164,7 @@ def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias
 
     ``old_dots[old_slot[i], old_columns[j]]`` is ``<x_i, x_j>`` for the problem's original indices ``i, j``
     (``old_slot[i] < 0``: not kept; ``old_columns`` empty: column ``j`` itself, as a fit's own kept rows are
-    stored, else the row of a search's shared inner products, :class:`~coresvm.svc._SharedInnerProducts`); only
+    stored, else the row of a search's shared inner products, :class:`~coresvm.warm_start.SharedInnerProducts`); only
     the other points' products are computed (one BLAS product).  When ``new_dots`` has rows, row ``p`` of it
     receives point ``p``'s products in original column order, for the next fit to reuse.
     """
