@@ -514,3 +514,22 @@ def test_set_warm_start_state_none_starts_cold_and_a_pickled_state_still_starts_
     with pytest.raises(TypeError, match="WarmStart"):
         CoreSVC().set_warm_start_state(fitted)
     assert CoreSVC().warm_start_state() is None
+
+
+def test_a_loaded_model_file_hands_over_its_saved_solution(digits, tmp_path):
+    """Model files store the solution (not the kept rows): a loaded model's warm_start_state starts a fit warm,
+    the same fit as from the original's state once its kept rows are dropped."""
+    X, y = digits
+    params = dict(C=10.0, gamma=0.05, tol=1e-3, random_state=0)
+    model = CoreSVC(warm_start=True, **params).fit(X, y)
+    model.save(tmp_path / "model.csvm")
+    loaded = CoreSVC.load(tmp_path / "model.csvm").warm_start_state()
+    assert loaded.kernel_rows is None and loaded.inner_products is None
+    np.testing.assert_array_equal(loaded.weights, model.warm_start_state().weights)
+    assert (loaded.C, loaded.kernel, loaded.multiclass) == (10.0, model.warm_start_state().kernel, "ovo")
+    original = model.warm_start_state()
+    original.kernel_rows = original.inner_products = None  # a view: the model keeps its own
+    fits = [CoreSVC(warm_start=True, **{**params, "C": 30.0}).set_warm_start_state(state).fit(X, y)
+            for state in (loaded, original)]
+    assert all(fit.warm_started_ for fit in fits)
+    np.testing.assert_array_equal(fits[0].dual_coef_, fits[1].dual_coef_)
