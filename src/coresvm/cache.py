@@ -8,6 +8,7 @@ it without leaving Numba; :class:`ColumnCache` is the Python-side owner.
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
@@ -20,6 +21,31 @@ CLOCK, HITS, MISSES = 0, 1, 2
 # available when the fit starts (its pages are touched only as the core set grows).
 AUTO_CACHE_BYTES = 200 * 2**20
 AUTO_CORE_SET_SHARE = 0.5
+
+
+# Arrays at least this large come from an anonymous mapping advised to use transparent huge pages.
+HUGE_PAGE_MIN_BYTES = 32 * 2**20
+
+
+def zeros_on_huge_pages(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """``np.zeros(shape, dtype)``, on 2 MiB transparent huge pages where the system offers them.
+
+    A core set's Gram matrix is written a block at a time into fresh memory, and the kernel's
+    4 KiB page faults dominated that (a 16,384 x 16,384 float32 matrix, its 8,000 x 8,000 corner
+    first written: 1.6-3.0 s, 0.34 s on huge pages).  The mapping is zero-filled and released with
+    the array.  Falls back to ``np.zeros`` for small arrays or without ``madvise``.
+    """
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if size < HUGE_PAGE_MIN_BYTES or advice is None:
+        return np.zeros(shape, dtype=dtype)
+    try:
+        mapping = mmap.mmap(-1, size)
+        mapping.madvise(advice)
+    except (OSError, ValueError):
+        return np.zeros(shape, dtype=dtype)
+    return np.frombuffer(mapping, dtype=dtype).reshape(shape)  # the array's base keeps the mapping alive
 
 
 def available_memory_bytes() -> int:

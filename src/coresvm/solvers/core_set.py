@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 from scipy.stats import beta as beta_distribution
 
+from ..cache import zeros_on_huge_pages
 from ..kernels import kernel_block, kernel_product
 from .clock import fit_clock, now
 from .engine import (
@@ -296,7 +297,7 @@ class CoreSetState:
     def empty(cls, capacity: int, dtype) -> CoreSetState:
         """An empty core set with room for ``capacity`` points and a Gram matrix of ``dtype``."""
         return cls(np.zeros(capacity, dtype=np.int64), np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
-                   np.zeros(capacity), np.zeros((capacity, capacity), dtype=dtype))
+                   np.zeros(capacity), zeros_on_huge_pages((capacity, capacity), dtype))
 
     @property
     def capacity(self) -> int:
