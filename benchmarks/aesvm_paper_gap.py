@@ -127,7 +127,7 @@ def main(argv=None) -> int:
         out.append("")
     X, y = data["ijcnn1"]
     if "gamma" in studies:
-        out += ["## ijcnn1 over the paper's g grid", "", "| variant " + header, "|---" + rule,
+        out += ["## ijcnn1 over the paper's g grid", "", "| variant " + header, rule,
                 "| paper, Table 2 | " + " | ".join(str(p) for p in PAPER[("ijcnn1", 1e-3)]) + " |"]
         variants = [("ours (enforced)", 1.0, {}), ("ours, published steps 4/6", 1.0, {"enforce_coverage": False}),
                     ("ours at g / 10", 0.1, {}), ("ours at eps = 1e-2", 1.0, {"epsilon": 1e-2})]
