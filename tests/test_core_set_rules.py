@@ -10,7 +10,7 @@ import coresvm.svc as svc_module
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec, kernel_product
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import draws_to_pass, l2svm_duality_gap, violator_upper_bound
+from coresvm.solvers.core_set import draws_to_pass, duality_gap_weights, l2svm_duality_gap, violator_upper_bound
 from coresvm.solvers.driver import SolverOptions, run_engine
 
 
@@ -209,3 +209,19 @@ def test_fit_time_stays_nearly_flat_from_c_to_1024_c():
         assert model.solver_info_[0]["status"] == "converged"
         assert model.score(X, y) > 0.97
     assert seconds[10240.0] <= 3.0 * seconds[10.0], seconds
+
+
+def test_duality_gap_weights_only_for_the_l2svm_at_float32_tolerances():
+    inv_c = np.full(5, 0.01)
+    np.testing.assert_array_equal(duality_gap_weights(inv_c, 1e-2, 0.0), inv_c)
+    assert duality_gap_weights(inv_c, 1e-3, 0.0).shape == (5,)
+    assert duality_gap_weights(inv_c, 1e-4, 0.0).shape == (0,)  # tight: the Frank-Wolfe gap alone
+    assert duality_gap_weights(inv_c, 1e-2, 1.0).shape == (0,)  # the MEB form has no such gap
+
+
+def test_l2svm_duality_gap_falls_back_to_the_whole_frank_wolfe_gap_at_a_hard_margin_point():
+    """A point with 1/C = 0 anywhere (here the first): the Frank-Wolfe gap over every point, not a partial one."""
+    alpha = np.array([0.2, 0.3, 0.5])
+    G = np.array([1.0, 0.4, 0.9])
+    inv_c = np.array([0.0, 0.1, 0.1])
+    assert l2svm_duality_gap(alpha, G, inv_c, 3) == pytest.approx(2.0 * (alpha @ G - G.min()))

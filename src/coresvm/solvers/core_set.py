@@ -193,14 +193,16 @@ def l2svm_duality_gap(alpha, G, inv_c, n_w):
     f = 0.0
     quad = 0.0
     g_min = np.inf
+    hard_margin = False
     g = np.empty(n_w)
     for t in range(n_w):
         f += alpha[t] * G[t]
         quad += inv_c[t] * alpha[t] * alpha[t]
         g[t] = G[t] - inv_c[t] * alpha[t]
         g_min = min(g_min, G[t])
-        if inv_c[t] <= 0.0:
-            return 2.0 * (f - g_min)
+        hard_margin |= inv_c[t] <= 0.0
+    if hard_margin:
+        return 2.0 * (f - g_min)
     order = np.argsort(g)
     weight = 0.0  # sum 1/c over the points below rho
     weighted_g = 0.0  # sum g/c
@@ -241,6 +243,19 @@ FLOAT32_GRAM_MIN_TOL = 1e-3
 def gram_dtype(tol: float) -> type:
     """float32 halves the Gram's memory and bandwidth; tight tolerances need float64."""
     return np.float32 if tol >= FLOAT32_GRAM_MIN_TOL else np.float64
+
+
+@njit(cache=True)
+def duality_gap_weights(inv_c, tol, lam):
+    """``inv_c`` where :func:`l2svm_duality_gap` may end a solve, else an empty array (the Frank-Wolfe gap alone).
+
+    Only the L2-SVM (``lam = 0``) has that gap, and only at the float32 Gram's tolerances: it bounds the
+    objective, which leaves the coefficients ~sqrt(tol) off, while tight tolerances ask for every point within
+    ``tol`` of the margin.
+    """
+    if tol >= FLOAT32_GRAM_MIN_TOL and lam == 0.0:
+        return inv_c
+    return inv_c[:0]
 
 
 def core_set_capacity(budget_bytes: int, tol: float) -> int:
@@ -463,9 +478,6 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     in_core[init_idx] = True
     second_rule = SECOND_VERTEX_CODES[options.second_vertex]
     sample_rule = options.core_set_stop == "sample"
-    # Tight tolerances ask for every core point within tol of the margin (the Frank-Wolfe gap); at the float32
-    # Gram's tolerances the objective's duality gap suffices (it leaves the coefficients ~sqrt(tol) off).
-    duality_stop = options.tol >= FLOAT32_GRAM_MIN_TOL
     final_inner_tol = options.tol if sample_rule else 0.5 * options.tol
     test_draws = min(m, max(options.n_candidates, 2 * draws_to_pass(options.violator_fraction)))
     start = fit_clock()
@@ -491,7 +503,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         time_left = max(options.max_time - (fit_clock() - start), 0.0)
         steps, inner_gap = inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule,
                                        float(options.gmdm_k), float(options.eta), inner_tol, budget, time_left,
-                                       core.inv_c if duality_stop else core.inv_c[:0])
+                                       duality_gap_weights(core.inv_c, float(options.tol), lam))
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]

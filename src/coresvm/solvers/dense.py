@@ -50,7 +50,7 @@ from numba import njit
 from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
 from .clock import now
-from .core_set import FLOAT32_GRAM_MIN_TOL, inner_solve, l2svm_duality_gap
+from .core_set import duality_gap_weights, inner_solve, l2svm_duality_gap
 from .driver import SolverOptions, SolverResult, solver_result
 from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME
 
@@ -523,7 +523,7 @@ def solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta,
     ``inv_c`` (``1/C`` by position, or empty): at ``tol >= 1e-3`` the L2-SVM's duality gap over every point
     (:func:`~coresvm.solvers.core_set.l2svm_duality_gap`) also ends the fit, as in the core-set solver.
     """
-    dual = inv_c if tol >= FLOAT32_GRAM_MIN_TOL and lam == 0.0 else inv_c[:0]
+    dual = duality_gap_weights(inv_c, tol, lam)
     inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)
     time_left = max(max_time - (now() - t_start), 0.0)
     taken, _ = inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
