@@ -211,3 +211,15 @@ def test_protected_free_slot_is_not_claimed():
     _, slot_of, owner, stamp, counters = cache.arrays()
     slot, _ = cache_slot(slot_of, owner, stamp, counters, 4, 0)
     assert slot != 0 and owner[0] == -1
+
+
+def test_zeros_on_huge_pages_is_a_writable_zeroed_c_array_above_and_below_the_threshold():
+    from coresvm.cache import HUGE_PAGE_MIN_BYTES, zeros_on_huge_pages
+
+    for shape in [(10, 10), (int(np.sqrt(HUGE_PAGE_MIN_BYTES / 4)) + 1,) * 2]:
+        array = zeros_on_huge_pages(shape, np.float32)
+        assert array.shape == shape and array.dtype == np.float32
+        assert array.flags["C_CONTIGUOUS"] and array.flags["WRITEABLE"]
+        assert not array.any()
+        array[-1, -1] = 3.0
+        assert array.sum() == 3.0

@@ -305,3 +305,23 @@ def test_gap_bounds_suboptimality(spec, lam, bias):
         assert gap >= 0
         assert subopt >= -1e-5
         assert subopt <= gap + 1e-12
+
+
+def test_core_set_problems_read_dense_enough_csr_data_as_dense_arrays():
+    """CSR at least 5% dense whose dense copy fits 256 MB: the core-set solvers (compact) get a dense array with
+    the same values; sparser data, and the other solvers, keep CSR."""
+    from coresvm.problem import worth_densifying
+
+    rng = np.random.RandomState(0)
+    dense_enough = sp.random(200, 20, density=0.2, format="csr", random_state=rng)
+    too_sparse = sp.random(200, 200, density=0.01, format="csr", random_state=rng)
+    assert worth_densifying(dense_enough) and not worth_densifying(too_sparse)
+    large = sp.random(400_000, 100, density=0.06, format="csr", random_state=rng)
+    assert not worth_densifying(large)  # dense enough, but its dense copy would take 320 MB
+    y = np.where(rng.rand(200) > 0.5, 1.0, -1.0)
+    spec = KernelSpec("rbf", gamma=0.5)
+    compact = SimplexProblem(dense_enough, y, np.full(200, 1.0), spec, compact=True)
+    assert isinstance(compact.X, np.ndarray)
+    np.testing.assert_array_equal(compact.X, dense_enough.toarray())
+    assert sp.issparse(SimplexProblem(too_sparse, y, np.full(200, 1.0), spec, compact=True).X)
+    assert sp.issparse(SimplexProblem(dense_enough, y, np.full(200, 1.0), spec).X)
