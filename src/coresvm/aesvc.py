@@ -8,23 +8,20 @@ from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.svm import SVC
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import aesvm
 from ._validation import (
     check_choice,
-    check_class_labels,
-    check_kernel_params,
     check_kernel_range,
     check_positive,
     class_weight_per_sample,
-    prepare_fit_matrix,
-    prepare_predict_matrix,
     unfitted_on_failure,
 )
-from .kernels import KernelSpec, resolve_gamma
+from .data import is_memory_mapped, read_rows
+from .estimator import CoreEstimatorBase, check_sample_weight
+from .kernels import resolve_gamma
 
 # Representative sets kept for reuse across C (Nandan et al. 2014 Sec. 4.3: "computed once per g").
 # GridSearchCV visits (candidate, fold) pairs candidate-major, so the cache must hold one
@@ -86,7 +83,7 @@ def _int32_csr(X):
     return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
 
 
-class AESVC(ClassifierMixin, BaseEstimator):
+class AESVC(ClassifierMixin, CoreEstimatorBase):
     """C-SVC trained on approximate extreme points (AESVM; Nandan et al. 2014, JMLR).
 
     ``fit`` first derives the *representative set* ``X*`` (DeriveRS,
@@ -176,6 +173,8 @@ class AESVC(ClassifierMixin, BaseEstimator):
         The resolved kernel width.
     """
 
+    checks_iteration_cap = False  # max_iter is SVC's (-1: no limit), passed on to it
+
     def __init__(
         self,
         C: float = 1.0,
@@ -221,7 +220,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
         check_positive("C", self.C)
-        check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0)
+        self._check_shared_params()  # kernel, tol, cache_size
         if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, (int, float, np.floating)) or not (
             np.isfinite(self.epsilon) and self.epsilon >= 0
         ):
@@ -233,8 +232,6 @@ class AESVC(ClassifierMixin, BaseEstimator):
         if self.V > self.P:
             raise ValueError(f"V must be <= P; got P={self.P!r}, V={self.V!r}")
         check_choice("segmentation", self.segmentation, aesvm.SEGMENTATIONS)
-        check_positive("tol", self.tol)
-        check_positive("cache_size", self.cache_size)
         check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
 
     # --------------------------------------------------------------------- fit
@@ -245,6 +242,8 @@ class AESVC(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training vectors (dense, CSR, a memory-mapped ``.npy`` array or a Zarr array, which is first
+            decompressed into a temporary ``.npy`` map).
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
             Per-sample multipliers of C.  They enter beta (``beta_t = sum_i
@@ -255,14 +254,8 @@ class AESVC(ClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
-        )
-        X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
-        check_class_labels(y)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        if not np.all(np.isfinite(sample_weight)):
-            raise ValueError("sample_weight contains NaN or infinity")
+        X, y = self._validated_training_data(X, y)
+        sample_weight = check_sample_weight(sample_weight, X)
         rows = np.flatnonzero(sample_weight > 0)
         if len(rows) == 0:
             raise ValueError("sample_weight is zero for every sample; nothing to train on")
@@ -272,9 +265,9 @@ class AESVC(ClassifierMixin, BaseEstimator):
                 "The training data must contain samples of at least 2 classes; got only one class "
                 f"({classes[y_index[rows]][0]!r})"
             )
-        X_kept = X if len(rows) == X.shape[0] else X[rows]
-        self.gamma_ = resolve_gamma(self.gamma, X_kept)
-        self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+        # DeriveRS and SVC read the data at random: a memory-mapped X is read into memory once
+        X_kept = read_rows(X, rows) if is_memory_mapped(X) or len(rows) < X.shape[0] else X
+        self._set_kernel(resolve_gamma(self.gamma, X_kept))
         check_kernel_range(X_kept, self._kernel_spec, type(self).__name__)  # before solving: no silent garbage
 
         rs = self._representative_set(X_kept, y_index[rows], sample_weight[rows])
@@ -287,7 +280,7 @@ class AESVC(ClassifierMixin, BaseEstimator):
             max_iter=int(self.max_iter), decision_function_shape=self.decision_function_shape,
             break_ties=bool(self.break_ties),
         )
-        self.svm_.fit(_int32_csr(X[rep_rows]), y[rep_rows], sample_weight=weights)
+        self.svm_.fit(_int32_csr(X_kept[rs.indices[order]]), y[rep_rows], sample_weight=weights)
         self._sparse_fit = sp.issparse(X)
 
         self.classes_ = self.svm_.classes_
@@ -326,15 +319,12 @@ class AESVC(ClassifierMixin, BaseEstimator):
         return rs
 
     # ----------------------------------------------------------------- predict
-    def _validate_predict(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
-        return prepare_predict_matrix(X)
-
     def _apply(self, method: str, X):
         """Call ``svm_.<method>``; SVC rejects sparse input on a dense fit, so densify in blocks."""
-        X = self._validate_predict(X)
+        X = self._validated_prediction_data(X)
         call = getattr(self.svm_, method)
+        if is_memory_mapped(X):
+            return self._in_row_blocks(call, X, len(self.support_))
         if sp.issparse(X) and not self._sparse_fit:
             parts = [call(X[start : start + PREDICT_BLOCK_ROWS].toarray())
                      for start in range(0, X.shape[0], PREDICT_BLOCK_ROWS)]
@@ -348,8 +338,3 @@ class AESVC(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Class labels, as ``SVC.predict``."""
         return self._apply("predict", X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

@@ -23,17 +23,15 @@ exactly the training points with a positive slack.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import replace
 
 import numpy as np
-from sklearn.base import BaseEstimator, OutlierMixin
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.base import OutlierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._validation import check_choice, check_finite_input, check_kernel_params, check_kernel_range, check_positive
-from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
+from ._validation import check_choice, check_kernel_range, check_positive
+from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
+from .kernels import kernel_product, resolve_gamma, squared_norms
 from .problem import SimplexProblem
 from .solvers.core_set import core_set_capacity
 from .solvers.driver import SolverOptions, run_engine
@@ -74,7 +72,7 @@ def weighted_lower_quantile(scores: np.ndarray, weights: np.ndarray, fraction: f
     return float(0.5 * (sorted_scores[last] + sorted_scores[last + 1]))
 
 
-class CoreOneClassSVM(OutlierMixin, BaseEstimator):
+class CoreOneClassSVM(OutlierMixin, CoreEstimatorBase):
     """One-class L2-SVM (SVDD / minimum enclosing ball) trained by core sets.
 
     The model (Tsang et al. 2005 sec. 3.2.1; see the module docstring) is the ball of
@@ -186,6 +184,8 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         Iterations, gap and relative gap, status, time, active-set size.
     """
 
+    warns_on_feature_scale = False  # the one-class model has never warned on feature scales
+
     def __init__(
         self,
         nu: float = 0.1,
@@ -228,21 +228,11 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
             if isinstance(self.C, str):
                 raise ValueError(f"C must be 'auto' or a positive number; got {self.C!r}")
             check_positive("C", self.C)
-        check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0)
         check_choice("solver", self.solver, ONE_CLASS_SOLVERS)
-        check_positive("tol", self.tol)
-        if self.max_iter is not None and (
-            isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1
-        ):
-            raise ValueError(f"max_iter must be None or an integer >= 1; got {self.max_iter!r}")
-        check_positive("max_time", self.max_time, allow_none=True, allow_inf=True)
-        check_positive("cache_size", self.cache_size)
-        if isinstance(self.n_init, bool) or not isinstance(self.n_init, (int, np.integer)) or self.n_init < 1:
-            raise ValueError(f"n_init must be an integer >= 1; got {self.n_init!r}")
+        self._check_shared_params()  # kernel, tol, max_iter, max_time, cache_size, n_init
 
     def _solver_options(self, seed: int) -> SolverOptions:
         core_set, candidates, batch = ONE_CLASS_SOLVERS[self.solver]
-        verbose = float(self.verbose) if not isinstance(self.verbose, bool) else (1.0 if self.verbose else 0.0)
         return SolverOptions(
             step_rule="mdm" if core_set else "swap",
             second_vertex="imdm",
@@ -251,12 +241,12 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
             n_candidates=max(candidates, 1),
             max_add=max(batch, 1),
             tol=float(self.tol),
-            max_iter=int(self.max_iter) if self.max_iter is not None else 10_000_000,
+            max_iter=self.max_iterations,
             max_time=float(self.max_time) if self.max_time is not None else np.inf,
             seed=seed,
             cache_bytes=int(self.cache_size * 2**20),
             n_init=int(self.n_init),
-            verbose=verbose,
+            verbose=self.verbose_seconds,
         )
 
     # --------------------------------------------------------------------- fit
@@ -267,7 +257,9 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training vectors; CSR input is used without densifying, float32 is
-            kept in float32.
+            kept in float32.  A memory-mapped array (``np.load(path,
+            mmap_mode='r')``) is read in row blocks and never copied; a Zarr array
+            is first decompressed into a temporary ``.npy`` map.
         y : ignored
         sample_weight : array-like of shape (n_samples,), default=None
             Per-sample multipliers of C (weight k acts like k copies of the
@@ -279,12 +271,8 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         self
         """
         self._check_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
-                          ensure_all_finite=False)
-        check_finite_input(X)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        if not np.all(np.isfinite(sample_weight)):
-            raise ValueError("sample_weight contains NaN or infinity")
+        X, _ = self._validated_training_data(X, labelled=False)
+        sample_weight = check_sample_weight(sample_weight, X)
         keep = np.flatnonzero(sample_weight > 0)
         if len(keep) == 0:
             raise ValueError("sample_weight is zero for every sample; nothing to train on")
@@ -292,8 +280,7 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         weights = sample_weight[keep]
 
         rng = check_random_state(self.random_state)
-        self.gamma_ = resolve_gamma(self.gamma, X_kept, rng)
-        self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+        self._set_kernel(resolve_gamma(self.gamma, X_kept, rng))
         check_kernel_range(X_kept, self._kernel_spec, type(self).__name__)  # before solving: no silent garbage
         options = self._solver_options(int(rng.randint(0, 2**31 - 1)))
         start = time.perf_counter()
@@ -307,14 +294,14 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         self._warn_if_unconverged(result, options)
 
         self.support_ = keep[result.support]
-        self.support_vectors_ = X[self.support_]
+        self.support_vectors_ = self._training_rows(X, self.support_)
         self.dual_coef_ = result.alpha.reshape(1, -1)
         self._sv_norms = squared_norms(self.support_vectors_)
         self.rho_ = float(result.squared_norm)
         self.n_iter_ = int(result.n_iter)
         self.solver_info_ = result.as_record()
         self.fit_status_ = int(result.status != "converged")
-        train_scores = self._raw_scores(X_kept)
+        train_scores = self._in_row_blocks(self._raw_scores, X_kept, len(self.support_))
         self.offset_ = weighted_lower_quantile(train_scores, weights, float(self.nu))
         self.intercept_ = np.array([-self.offset_])
         return self
@@ -374,38 +361,22 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
         return C_times_W / weights.sum(), record
 
     def _warn_if_unconverged(self, result, options: SolverOptions) -> None:
-        if result.status == "core_set_full":
-            warnings.warn(
-                f"CoreOneClassSVM: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
-                f"{core_set_capacity(options.cache_bytes, options.tol)} points) before convergence; the model so "
-                "far is kept. Increase cache_size, or C (fewer support vectors; C='auto' gives about "
-                "nu * n_samples of them).",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        elif result.status != "converged":
-            warnings.warn(
-                f"CoreOneClassSVM stopped before convergence ({result.status}, relative gap {result.rel_gap:.2e} > "
-                f"tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        core_set_message = (
+            f"CoreOneClassSVM: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
+            f"{core_set_capacity(options.cache_bytes, options.tol)} points) before convergence; the model so "
+            "far is kept. Increase cache_size, or C (fewer support vectors; C='auto' gives about "
+            "nu * n_samples of them).") if result.status == "core_set_full" else None
+        # warn_unconverged <- _warn_if_unconverged <- fit <- the caller
+        warn_unconverged("CoreOneClassSVM", result.status, result.rel_gap, self.tol, 3, core_set_message)
 
     # ----------------------------------------------------------------- predict
     def _raw_scores(self, X) -> np.ndarray:
         return kernel_product(X, self.support_vectors_, self._kernel_spec, self.dual_coef_[0],
                               norms_b=self._sv_norms)
 
-    def _validate_predict_input(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False,
-                          ensure_all_finite=False)
-        check_finite_input(X)
-        return X
-
     def score_samples(self, X) -> np.ndarray:
         """Similarity to the ball's centre, ``w' phi(x) = sum_i a_i k(x_i, x)``; higher is more normal."""
-        return self._raw_scores(self._validate_predict_input(X))
+        return self._in_row_blocks(self._raw_scores, self._validated_prediction_data(X), len(self.support_))
 
     def decision_function(self, X) -> np.ndarray:
         """``score_samples(X) - offset_``: positive for inliers, negative for outliers."""
@@ -414,8 +385,3 @@ class CoreOneClassSVM(OutlierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """+1 for inliers (``decision_function >= 0``), -1 for outliers."""
         return np.where(self.decision_function(X) >= 0, 1, -1)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

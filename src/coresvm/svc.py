@@ -11,43 +11,32 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_consistent_length,
-    check_is_fitted,
-    column_or_1d,
-    validate_data,
-)
 
 from ._validation import (
     check_choice,
-    check_class_labels,
-    check_kernel_params,
     check_kernel_range,
     check_positive,
     class_weight_per_sample,
     encode_labels,
-    prepare_fit_matrix,
-    prepare_predict_matrix,
     unfitted_on_failure,
 )
 from .cache import cache_budgets
 from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
-from .data import is_memory_mapped, map_row_blocks, read_rows, validate_mapped_input, zarr_as_memmap
+from .data import is_memory_mapped, read_rows
+from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
 from .joint import fit_joint
 from .kernels import (
     KernelSpec,
     kernel_map,
     kernel_product,
     limit_kernel_threads,
-    product_block_rows,
     resolve_gamma,
     single_threaded_blas,
     squared_norms,
@@ -129,7 +118,7 @@ _WARM_START_ATTRIBUTES = ("_warm_rows", "_warm_alpha", "_warm_offsets", "_warm_s
                           "support_", "support_vectors_", "classes_")
 
 
-class CoreSVC(ClassifierMixin, BaseEstimator):
+class CoreSVC(ClassifierMixin, CoreEstimatorBase):
     """Kernel SVM trained as an L2-SVM on the unit simplex by Frank-Wolfe-type steps.
 
     The L2-SVM (Lee & Mangasarian; Frandi et al. 2013, eq. 7) is solved through its dual,
@@ -426,6 +415,9 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         The resolved kernel width.
     """
 
+    cache_size_auto = True  # the core set's Gram may take half the available memory
+    least_n_init = 2  # a class-balanced start needs a point of each class
+
     def __init__(
         self,
         C: float = 1.0,
@@ -513,21 +505,13 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             For the first invalid parameter or combination, with the message :meth:`fit` gives.
         """
         check_positive("C", self.C)
-        check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0)
+        self._check_shared_params()  # kernel, tol, max_iter, max_time, cache_size, n_init
         check_choice("solver", self.solver, self._solver_names())
         check_choice("search", self.search, SEARCH_MODES)
         if isinstance(self.sample_size, bool) or not isinstance(self.sample_size, (int, np.integer)):
             raise ValueError(f"sample_size must be an integer >= 1; got {self.sample_size!r}")
         if self.sample_size < 1:
             raise ValueError(f"sample_size must be >= 1; got {self.sample_size!r}")
-        check_positive("tol", self.tol)
-        if self.max_iter is not None and (
-            isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1
-        ):
-            raise ValueError(f"max_iter must be None or an integer >= 1; got {self.max_iter!r}")
-        check_positive("max_time", self.max_time, allow_none=True, allow_inf=True)
-        if not (isinstance(self.cache_size, str) and self.cache_size == "auto"):
-            check_positive("cache_size", self.cache_size)
         if not isinstance(self.eta, (int, float, np.floating)) or not (1.0 <= self.eta < 2.0):
             raise ValueError(f"eta (over-relaxation) must be in [1, 2); got {self.eta!r}")
         for name in ("n_candidates", "batch_size"):
@@ -577,8 +561,6 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             )
         if not isinstance(self.gmdm_k, (int, float, np.floating)) or not (0.0 <= self.gmdm_k <= 1.0):
             raise ValueError(f"gmdm_k must be in [0, 1]; got {self.gmdm_k!r}")
-        if isinstance(self.n_init, bool) or not isinstance(self.n_init, (int, np.integer)) or self.n_init < 2:
-            raise ValueError(f"n_init must be an integer >= 2; got {self.n_init!r}")
 
     def _check_joint_params(self) -> None:
         check_choice("multiclass", self.multiclass, MULTICLASS_MODES)
@@ -617,7 +599,6 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         SolverOptions
         """
         full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
-        verbose = float(self.verbose) if not isinstance(self.verbose, bool) else (1.0 if self.verbose else 0.0)
         core_set = self.solver in CORE_SET_SOLVERS
         candidates, batch = CORE_SET_SOLVERS.get(self.solver, (59, 1))
         ball = self.solver in BALL_SOLVERS
@@ -637,14 +618,14 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
             sample_size=0 if full else int(min(self.sample_size, n_points)),
             stratified=self.sampling == "stratified",
             tol=float(self.tol),
-            max_iter=int(self.max_iter) if self.max_iter is not None else 10_000_000,
+            max_iter=self.max_iterations,
             max_time=float(time_share),
             eta=float(self.eta),
             seed=seed,
             cache_bytes=cache_bytes,
             core_set_bytes=core_set_bytes,
             n_init=int(self.n_init),
-            verbose=verbose,
+            verbose=self.verbose_seconds,
             ball_rule=self.solver if ball else "",
             stopping=self.stopping or default_stopping,
             eps=None if self.eps is None else float(self.eps),
@@ -679,22 +660,10 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         return self.bias
 
     def _validate_fit_input(self, X, y, sample_weight):
-        X = zarr_as_memmap(X)  # decompressed once into a temporary .npy map (data.py)
-        if is_memory_mapped(X):  # out of core: checked in row blocks, never copied (data.py)
-            X = validate_mapped_input(self, X, reset=True)
-            y = column_or_1d(y, warn=True)
-            check_consistent_length(X, y)
-        else:
-            X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", ensure_all_finite=False
-            )
-            X = prepare_fit_matrix(X, self.kernel, type(self).__name__)
-        check_class_labels(y)
+        X, y = self._validated_training_data(X, y)
         if sample_weight is None:  # every row counts once: no float64 weight per row (out-of-core fits)
             return X, y, None, np.ones(X.shape[0], dtype=bool)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        if not np.all(np.isfinite(sample_weight)):
-            raise ValueError("sample_weight contains NaN or infinity")
+        sample_weight = check_sample_weight(sample_weight, X)
         keep = sample_weight > 0
         if not np.any(keep):
             raise ValueError("sample_weight is zero for every sample; nothing to train on")
@@ -736,8 +705,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         previous = self._previous_solution(state, X, y_index, classes)
         self.classes_ = classes
         rng = check_random_state(self.random_state)
-        self.gamma_ = resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng)
-        self._kernel_spec = KernelSpec(self.kernel, self.gamma_, float(self.coef0), int(self.degree))
+        self._set_kernel(resolve_gamma(self.gamma, X[keep] if not np.all(keep) else X, rng))
         check_kernel_range(X, self._kernel_spec, type(self).__name__, keep)  # before solving: no silent garbage
         C_per_sample = self._per_sample_C(sample_weight, classes, y)
         self._joint_model = None
@@ -995,28 +963,18 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     def _warn_if_stopped_early(self, status: str, relative_gap: float, eps: float | None, what: str = "CoreSVC"):
         """The ConvergenceWarning for a solve that ended with ``status`` (none when it converged)."""
-        # Called from fit's helpers: _warn_if_stopped_early <- (_warn_unconverged | _fit_joint) <- fit
-        # <- unfitted_on_failure <- the caller.
-        stacklevel = 5
+        core_set_message = None
         if status == "core_set_full":
             # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
             solver_tol = (1.0 + eps) ** 2 - 1.0 if self.solver == "cvm" and eps is not None else self.tol
             budget = cache_budgets(self.cache_size)[1]
-            capacity = core_set_capacity(budget, float(solver_tol))
-            warnings.warn(
+            core_set_message = (
                 f"{what}: the core set filled its memory budget (cache_size={self.cache_size!r}: "
-                f"{budget / 2**20:.4g} MB holds {capacity} points) before convergence (relative gap "
-                f"{relative_gap:.2e}); the model so far is kept. Increase cache_size.",
-                ConvergenceWarning,
-                stacklevel=stacklevel,
-            )
-        elif status not in ("converged", "callback"):
-            warnings.warn(
-                f"{what} stopped before convergence ({status}, relative gap {relative_gap:.2e}"
-                f" > tol {self.tol:g}); the model so far is kept. Increase max_iter/max_time or loosen tol.",
-                ConvergenceWarning,
-                stacklevel=stacklevel,
-            )
+                f"{budget / 2**20:.4g} MB holds {core_set_capacity(budget, float(solver_tol))} points) before "
+                f"convergence (relative gap {relative_gap:.2e}); the model so far is kept. Increase cache_size.")
+        # Called from fit's helpers: _warn_if_stopped_early <- (_warn_unconverged | _fit_joint) <- fit
+        # <- unfitted_on_failure <- the caller.
+        warn_unconverged(what, status, relative_gap, self.tol, 5, core_set_message)
 
     def set_fitted_solution(self, X, y_index: np.ndarray, models: list[BinaryModel], classes: np.ndarray,
                             gamma: float) -> CoreSVC:
@@ -1043,8 +1001,7 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         self : CoreSVC
         """
         self.classes_ = classes
-        self.gamma_ = gamma
-        self._kernel_spec = KernelSpec(self.kernel, gamma, float(self.coef0), int(self.degree))
+        self._set_kernel(gamma)
         self.n_features_in_ = X.shape[1]
         self._set_fitted_attributes(X, y_index, models)
         return self
@@ -1360,27 +1317,17 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
 
     def _joint_scores(self, X) -> np.ndarray:
         """``multiclass='joint'``: (n_samples, n_classes) class scores."""
-        X = self._validated_predict_input(X)
-        return self._joint_model.decision_function(X, self.support_vectors_, self._kernel_spec, self._sv_norms)
+        X = self._validated_prediction_data(X)
 
-    def _validated_predict_input(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=False)
-        X = prepare_predict_matrix(X)
-        return X
+        def scores(rows):
+            return self._joint_model.decision_function(rows, self.support_vectors_, self._kernel_spec, self._sv_norms)
+
+        return self._in_row_blocks(scores, X, self.support_vectors_.shape[0])
 
     # ----------------------------------------------------------------- predict
     def _pair_decisions(self, X) -> np.ndarray:
-        check_is_fitted(self)
-        X = zarr_as_memmap(X)
-        if is_memory_mapped(X):  # streamed in row blocks (data.py)
-            X = validate_mapped_input(self, X, reset=False)
-            decisions = map_row_blocks(self._kernel_decisions, X,
-                                       multiple=product_block_rows(self.support_vectors_.shape[0]))
-            decisions += self.intercept_
-            return decisions
-        X = self._validated_predict_input(X)
-        decisions = self._kernel_decisions(X)
+        X = self._validated_prediction_data(X)  # a memmap is streamed in row blocks (data.py)
+        decisions = self._in_row_blocks(self._kernel_decisions, X, self.support_vectors_.shape[0])
         decisions += self.intercept_
         return decisions
 
@@ -1497,11 +1444,6 @@ class CoreSVC(ClassifierMixin, BaseEstimator):
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
         return model
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 def _run_in_threads(n_threads: int, work) -> None:
