@@ -20,7 +20,6 @@ from .core_set import (
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
 from .geometric import (
     BALL_RULES,
-    MAX_CORE_VECTORS,
     STOPPING_RULES,
     block_search_features,
     bvm_track_after,
@@ -32,53 +31,7 @@ from .geometric import (
     solve_bvm,
     tracks_every_point,
 )
-
-
-@dataclass
-class SolverOptions:
-    """Knobs of one engine run (the estimator fills these from its parameters).
-
-    ``sample_size = 0`` means the deterministic full-gradient vertex search.
-    """
-
-    step_rule: str = "swap"
-    second_vertex: str = "mdm"
-    gmdm_k: float = 0.5
-    sample_size: int = 0
-    stratified: bool = False
-    tol: float = 1e-3
-    max_iter: int = 10_000_000
-    max_time: float = np.inf
-    eta: float = 1.0
-    seed: int = 0
-    cache_bytes: int = 200 * 2**20
-    core_set_bytes: int | None = None  # the core set's Gram budget (None: cache_bytes)
-    n_init: int = 20
-    verbose: float = 0.0
-    trace_length: int = 0
-    core_set: bool = False  # CVM-style outer loop (solvers/core_set.py)
-    n_candidates: int = 59
-    max_add: int = 1
-    growth: float = 0.0  # core-set solvers: a round adds up to max(max_add, growth * |active|) violators
-    core_set_stop: str = "quiet"  # 'quiet' (CVM: two clean samples) or 'sample' (the statistical rule)
-    violator_fraction: float = 1e-3  # 'sample': the fraction of points allowed to violate by more than tol
-    radius_test: bool = False  # CVM, FW with stopping='meb': stop by the (1 + eps)-ball test (needs lam = 1), not tol
-    inner_steps_per_point: int = 1000
-    inner_gap_ratio: float = 0.1
-    # gsvm family (solvers/geometric.py)
-    ball_rule: str = ""  # 'bvm', 'sphere' or 'mnsvm'; '' for the engine / core-set solvers
-    stopping: str = "adjmn"
-    eps: float | None = None  # None: gsvm's default for the stopping rule
-    draws: int = 600
-    probe: int = 1  # candidates per try of the violator search (BVM: 59)
-    multiscale: bool = True
-    block_search: bool = True  # score violator candidates in BLAS blocks (dense data, or CSR within budget)
-    track_every_point: bool = True  # SphereSVM/MNSVM on small problems: keep every point's g (tracks_every_point)
-    max_core_vectors: int = MAX_CORE_VECTORS  # BVM: the most SVs (LibCVM's -f)
-    track_after: int | None = None  # BVM: #SV from which g of every point is kept (None: bvm_track_after)
-    # core-set solvers: called once per outer round with an info dict; True stops the run
-    # (status 'callback'). The compiled engine loops cannot call it (see CoreSVC's callback).
-    callback: object = None
+from .options import SolverOptions
 
 
 @dataclass
