@@ -275,7 +275,7 @@ def test_models_from_a_chunk_with_empty_problems():
     or last."""
     from coresvm.multiclass import SubProblem
     from coresvm.solvers.dense import STAT_SQUARED_NORM
-    from coresvm.svc import _models_from_chunk
+    from coresvm.subproblems import models_from_chunk
 
     sizes = [0, 3, 0, 2, 0]
     offsets = np.cumsum([0] + sizes)
@@ -286,7 +286,7 @@ def test_models_from_a_chunk_with_empty_problems():
     stats[:, STAT_SQUARED_NORM] = 2.0
     problems = [SubProblem(k, (k,), rows[offsets[k]:offsets[k + 1]], signs[offsets[k]:offsets[k + 1]],
                            np.ones(sizes[k]), k) for k in range(5)]
-    models = _models_from_chunk(problems, rows, offsets, signs, alpha, stats, True)
+    models = models_from_chunk(problems, rows, offsets, signs, alpha, stats, True)
     assert [len(model.rows) for model in models] == [0, 2, 0, 2, 0]
     np.testing.assert_array_equal(models[1].rows, [4, 9])
     np.testing.assert_allclose(models[3].coef, [0.125, -0.375])

@@ -8,6 +8,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 import coresvm.svc as svc_module
+import coresvm.svc_warm as svc_warm
 from coresvm import WarmStart
 from coresvm.cache import cache_budgets
 from coresvm.svc import CoreSVC
@@ -400,7 +401,7 @@ def test_a_warm_start_at_another_kernel_starts_large_problems_from_their_heavy_s
     old_alpha = np.array([0.1, 0.5, 0.3, 0.1, 0.9, 0.1])
     offsets = np.array([0, 4, 6], dtype=np.int64)
     problem_rows, problem_offsets = np.concatenate([rows, rows]), np.array([0, 10, 20], dtype=np.int64)
-    positions, alpha, out = svc_module._warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha,
+    positions, alpha, out = svc_warm.warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha,
                                                              offsets, np.array([True, False]))
     # problem 0: mean weight 0.25 keeps rows 3 and 5; problem 1 keeps all
     np.testing.assert_array_equal(positions, [3, 5, 2, 4])

@@ -3,40 +3,29 @@
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Callable
-from dataclasses import replace
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import ClassifierMixin, clone
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
-from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
-from sklearn.utils.metaestimators import available_if
 
 from ._validation import (
-    check_choice,
     check_kernel_range,
-    check_positive,
     class_weight_per_sample,
     encode_labels,
     unfitted_on_failure,
 )
 from .cache import cache_budgets
-from .calibration import couple_pairwise, fit_sigmoid, normalize_one_vs_rest, sigmoid_probability
 from .data import is_memory_mapped, read_rows
 from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
 from .joint import fit_joint
 from .kernels import (
-    KernelSpec,
     kernel_map,
     kernel_product,
-    limit_kernel_threads,
     resolve_gamma,
     single_threaded_blas,
     squared_norms,
@@ -50,61 +39,51 @@ from .multiclass import (
     one_vs_one_problems,
     one_vs_rest_problems,
 )
+from .parallel import ProblemQueue, TimeBudget, contiguous_chunks, run_in_threads, work_through_queue
 from .problem import SimplexProblem, kkt_bias, take_rows
-from .solvers.clock import fit_clock
 from .solvers.core_set import core_set_capacity
 from .solvers.dense import (
     NO_DOT_ROWS,
     NO_KERNEL_ROWS,
-    STAT_GAP,
-    STAT_ROWS,
-    STAT_SCALE,
-    STAT_SQUARED_NORM,
-    STAT_STATUS,
-    STAT_STEPS,
-    STAT_TIME,
     fits_dense,
     run_dense_rows,
     run_many_dense_rows,
 )
-from .solvers.driver import SolverOptions, SolverResult, run_engine, run_record
-from .solvers.engine import SECOND_VERTEX_RULES, STATUS_NAMES, print_progress
-from .solvers.geometric import STOPPING_RULES
+from .solvers.driver import SolverOptions, run_engine
+from .solvers.engine import print_progress
+from .subproblems import empty_model, models_from_chunk, run_with_callback
+from .svc_options import (  # noqa: F401 -- the constants stay readable as coresvm.svc.<NAME>
+    AUTO_FULL_SEARCH_MAX_POINTS,
+    BALL_SOLVERS,
+    BIAS_RULES,
+    CORE_SET_SOLVERS,
+    FRANK_WOLFE_SOLVERS,
+    MEB_SOLVERS,
+    MULTICLASS_MODES,
+    SVCParameters,
+)
+from .svc_probability import ProbabilityMixin
+from .svc_warm import (  # noqa: F401 -- HEAVY_START_*: readable as coresvm.svc.<NAME>
+    HEAVY_START_C_RATIO,
+    HEAVY_START_MIN_POINTS,
+    WarmStartMixin,
+    holds_kernel_values,
+)
+from .svc_warm import attach_warm_starts as _attach_warm_starts  # a module global: tests spy on it
 from .warm_start import (
     DOT_REUSE_MIN_FEATURES,
     KeptInnerProducts,
     KeptKernelRows,
     SharedInnerProducts,
-    WarmStart,
     all_inner_products,
 )
 
-FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
-# core-set solvers: (candidates scored per round, violators added per round)
-CORE_SET_SOLVERS = {"cvm": (59, 1), "coreset": (10_000, 300)}
-# solver='coreset' adds up to max(batch_size, CORE_SET_GROWTH x |active|) violators per round (see solve_core_set).
-CORE_SET_GROWTH = 1.0
-BALL_SOLVERS = ("bvm", "sphere", "mnsvm")  # solvers/geometric.py
-MEB_SOLVERS = ("cvm", "bvm", "sphere")  # need a constant k~(x, x)
-BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws, up to 10 times
-BIAS_RULES = ("theoretic", "kkt", "none")
-SAMPLING_MODES = ("uniform", "stratified")
-SEARCH_MODES = ("auto", "full", "random")
-# With at most this many points (per binary problem) 'auto' scans the full gradient.
-AUTO_FULL_SEARCH_MAX_POINTS = 20_000
-# Multiclass modes: one-vs-one, one-vs-rest, and the all-at-once machine (joint.py).
-MULTICLASS_MODES = ("ovo", "ovr", "joint")
 # Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
 # blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: results/multiclass.md).
 ONE_THREAD_MAX_POINTS = 5000
 # (Sub-)problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
 # (see CoreSVC._small_problem_fast_path); False forces the Python core-set loop (tests compare the two).
 SMALL_PROBLEM_FAST_PATH = True
-# A warm start at another kernel, or at a C at least HEAVY_START_C_RATIO times larger without kept kernel rows,
-# starts sub-problems of at least HEAVY_START_MIN_POINTS points from their heavy old support vectors only
-# (CoreSVC._heavy_starts).
-HEAVY_START_MIN_POINTS = 1000
-HEAVY_START_C_RATIO = 4.0
 # With n_jobs workers, small sub-problems solved in compiled chunks (CoreSVC._solve_chunk) are cut into this many
 # chunks per worker, so that a worker whose chunk ran long does not leave the others idle at the end.
 CHUNKS_PER_WORKER = 4
@@ -112,13 +91,8 @@ CHUNKS_PER_WORKER = 4
 # (about 2 million) stay one chunk, pairs of thousands of points get a chunk each.
 CHUNK_COST = 2**22
 NO_WARM_START = (np.empty(0, dtype=np.int64), np.empty(0))
-PROBABILITY_FOLDS = 5  # internal cross-validation for Platt scaling (LIBSVM's -b 1 uses 5 as well)
-# The fitted attributes a warm start reads (CoreSVC.warm_start_state); model files store them.
-_WARM_START_ATTRIBUTES = ("_warm_rows", "_warm_alpha", "_warm_offsets", "_warm_support_classes", "_fitted_multiclass",
-                          "support_", "support_vectors_", "classes_")
 
-
-class CoreSVC(ClassifierMixin, CoreEstimatorBase):
+class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, CoreEstimatorBase):
     """Kernel SVM trained as an L2-SVM on the unit simplex by Frank-Wolfe-type steps.
 
     The L2-SVM (Lee & Mangasarian; Frandi et al. 2013, eq. 7) is solved through its dual,
@@ -492,173 +466,6 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
         self.verbose = verbose
         self.random_state = random_state
 
-    # ------------------------------------------------------------------ checks
-    def _solver_names(self):
-        return {**FRANK_WOLFE_SOLVERS, **{name: name for name in (*CORE_SET_SOLVERS, *BALL_SOLVERS)}}
-
-    def check_params(self) -> None:
-        """Check the parameters as :meth:`fit` does, without data (e.g. before a long data load).
-
-        Raises
-        ------
-        ValueError
-            For the first invalid parameter or combination, with the message :meth:`fit` gives.
-        """
-        check_positive("C", self.C)
-        self._check_shared_params()  # kernel, tol, max_iter, max_time, cache_size, n_init
-        check_choice("solver", self.solver, self._solver_names())
-        check_choice("search", self.search, SEARCH_MODES)
-        if isinstance(self.sample_size, bool) or not isinstance(self.sample_size, (int, np.integer)):
-            raise ValueError(f"sample_size must be an integer >= 1; got {self.sample_size!r}")
-        if self.sample_size < 1:
-            raise ValueError(f"sample_size must be >= 1; got {self.sample_size!r}")
-        if not isinstance(self.eta, (int, float, np.floating)) or not (1.0 <= self.eta < 2.0):
-            raise ValueError(f"eta (over-relaxation) must be in [1, 2); got {self.eta!r}")
-        for name in ("n_candidates", "batch_size"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-                raise ValueError(f"{name} must be None or an integer >= 1; got {value!r}")
-        check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
-        self._check_joint_params()
-        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, (int, np.integer))
-                                        or self.n_jobs == 0):
-            raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores); got {self.n_jobs!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError(f"callback must be None or a callable taking one dict; got {self.callback!r}")
-        if self.callback is not None and self.solver in BALL_SOLVERS:
-            raise ValueError(
-                f"callback is not supported by solver={self.solver!r} (a compiled loop that cannot be resumed); "
-                "use 'coreset', 'cvm' or a Frank-Wolfe solver"
-            )
-        if (isinstance(self.callback_every, bool) or not isinstance(self.callback_every, (int, np.integer))
-                or self.callback_every < 1):
-            raise ValueError(f"callback_every must be an integer >= 1; got {self.callback_every!r}")
-        if self.selection is not None:
-            check_choice("selection", self.selection, SECOND_VERTEX_RULES)
-        if not isinstance(self.bias, bool):
-            check_choice("bias", self.bias, BIAS_RULES)
-        if self.stopping is not None:
-            check_choice("stopping", self.stopping, STOPPING_RULES)
-        if self.eps is not None:
-            check_positive("eps", self.eps)
-            if self.eps >= 1:
-                raise ValueError(f"eps must be in (0, 1); got {self.eps!r}")
-        if self.draws is not None and (isinstance(self.draws, bool) or not isinstance(self.draws, (int, np.integer))
-                                       or self.draws < 1):
-            raise ValueError(f"draws must be None or an integer >= 1; got {self.draws!r}")
-        check_choice("sampling", self.sampling, SAMPLING_MODES)
-        if self.solver in MEB_SOLVERS and not KernelSpec(self.kernel).has_constant_diagonal:
-            raise ValueError(
-                f"solver={self.solver!r} solves a minimum enclosing ball, which needs a constant k(x, x); "
-                f"kernel={self.kernel!r} does not have one. Use kernel='rbf', or solver='mnsvm', 'coreset' or a "
-                "Frank-Wolfe solver, which take any kernel."
-            )
-        if self._frank_wolfe_radius_test and not KernelSpec(self.kernel).has_constant_diagonal:
-            raise ValueError(
-                f"stopping='meb' with solver={self.solver!r} is the (1 + eps)-ball test of a minimum enclosing "
-                f"ball, which needs a constant k(x, x); kernel={self.kernel!r} does not have one. Use "
-                "kernel='rbf', or stopping=None (the relative duality gap tol) with this kernel."
-            )
-        if not isinstance(self.gmdm_k, (int, float, np.floating)) or not (0.0 <= self.gmdm_k <= 1.0):
-            raise ValueError(f"gmdm_k must be in [0, 1]; got {self.gmdm_k!r}")
-
-    def _check_joint_params(self) -> None:
-        check_choice("multiclass", self.multiclass, MULTICLASS_MODES)
-        if self.multiclass != "joint":
-            return
-        if self.solver not in CORE_SET_SOLVERS:
-            raise ValueError(
-                f"multiclass='joint' supports solver='coreset' or 'cvm' (the core-set solvers); got {self.solver!r}: "
-                "the other solvers' compiled kernel evaluation takes binary labels y_i y_j, not the joint problem's "
-                "label inner products (Strack 2013, sec. 5.4)"
-            )
-        if self.decision_function_shape != "ovr":
-            raise ValueError(
-                "multiclass='joint' gives one score per class: decision_function_shape must be 'ovr'; "
-                f"got {self.decision_function_shape!r}"
-            )
-        for name in ("probability", "callback"):
-            if getattr(self, name):
-                raise ValueError(f"{name} is not available with multiclass='joint'; use 'ovo' or 'ovr'")
-
-    def solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
-        """The solver settings a fit gives a sub-problem of ``n_points`` points (e.g. for a solve outside
-        :meth:`fit`, as ``distributed.fit_cascade``'s global one).
-
-        Parameters
-        ----------
-        n_points : int
-            Points of the (sub-)problem: picks the full or sampled violator search (``search='auto'``).
-        seed : int
-            Seed of the solver's random draws.
-        time_share : float
-            Seconds the solve may take (``np.inf``: no limit).
-
-        Returns
-        -------
-        SolverOptions
-        """
-        full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
-        core_set = self.solver in CORE_SET_SOLVERS
-        candidates, batch = CORE_SET_SOLVERS.get(self.solver, (59, 1))
-        ball = self.solver in BALL_SOLVERS
-        default_stopping = "adjmn" if self.solver == "mnsvm" else "meb"
-        probe = BVM_PROBE if self.solver == "bvm" else 1
-        cache_bytes, core_set_bytes = cache_budgets(self.cache_size)  # 'auto' reads the available memory once
-        return SolverOptions(
-            core_set=core_set,
-            n_candidates=int(self.n_candidates or candidates),
-            max_add=int(self.batch_size or batch),
-            growth=CORE_SET_GROWTH if self.solver == "coreset" else 0.0,
-            core_set_stop="sample" if self.solver == "coreset" else "quiet",
-            radius_test=self._radius_test,
-            step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
-            second_vertex=self._second_vertex_rule,
-            gmdm_k=float(self.gmdm_k),
-            sample_size=0 if full else int(min(self.sample_size, n_points)),
-            stratified=self.sampling == "stratified",
-            tol=float(self.tol),
-            max_iter=self.max_iterations,
-            max_time=float(time_share),
-            eta=float(self.eta),
-            seed=seed,
-            cache_bytes=cache_bytes,
-            core_set_bytes=core_set_bytes,
-            n_init=int(self.n_init),
-            verbose=self.verbose_seconds,
-            ball_rule=self.solver if ball else "",
-            stopping=self.stopping or default_stopping,
-            eps=None if self.eps is None else float(self.eps),
-            draws=int(self.draws or (BVM_PROBE * BVM_TRIES if self.solver == "bvm" else 600)),
-            probe=probe,
-            multiscale=bool(self.multiscale),
-        )
-
-    @property
-    def _frank_wolfe_radius_test(self) -> bool:
-        """A Frank-Wolfe solver with ``stopping='meb'``: Frandi et al. 2013's (1 + eps)-ball stopping test."""
-        return self.solver in FRANK_WOLFE_SOLVERS and self.stopping == "meb"
-
-    @property
-    def _radius_test(self) -> bool:
-        """Whether the run stops by the (1 + eps)-ball test of the current ball (CVM, or FW with 'meb')."""
-        return self.solver == "cvm" or self._frank_wolfe_radius_test
-
-    @property
-    def _second_vertex_rule(self) -> str:
-        """``selection``, or its default: the paper's MDM vertex for 'swap' (Frandi, Nanculef and Suykens 2015,
-        sec. 2), IMDM for the other solvers (the core-set inner solve, SphereSVM, MNSVM)."""
-        if self.selection is not None:
-            return self.selection
-        return "mdm" if self.solver == "swap" else "imdm"
-
-    @property
-    def bias_rule(self) -> str:
-        """``bias`` as a rule: ``'theoretic'``, ``'kkt'`` or ``'none'`` (``True`` and ``False`` mapped)."""
-        if isinstance(self.bias, bool):
-            return "theoretic" if self.bias else "none"
-        return self.bias
-
     def _validate_fit_input(self, X, y, sample_weight):
         X, y = self._validated_training_data(X, y)
         if sample_weight is None:  # every row counts once: no float64 weight per row (out-of-core fits)
@@ -776,48 +583,32 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
         if any(len(problem.rows) == 0 for problem in problems):
             # A pair of two classes whose samples all have zero weight: nothing to solve, a zero decision.
             solved = iter(self._solve_problems(X, [problem for problem in problems if len(problem.rows)]))
-            return [next(solved) if len(problem.rows) else _empty_model(problem) for problem in problems]
+            return [next(solved) if len(problem.rows) else empty_model(problem) for problem in problems]
         n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
         if self._solves_in_chunks(X, problems, n_jobs):
             costs = [len(problem.rows) ** 2 for problem in problems]
             # Several chunks per worker balance the workers; chunks of bounded size keep KeyboardInterrupt (which
             # arrives between compiled calls) and max_time's sharing responsive on large pairs.
             n_chunks = max(1 if n_jobs == 1 else CHUNKS_PER_WORKER * n_jobs, -(-sum(costs) // CHUNK_COST))
-            chunks = _contiguous_chunks(costs, n_chunks)
-            budget = _TimeBudget(self.max_time, len(chunks), n_jobs)
-            queue = _ProblemQueue([problems[start:stop] for start, stop in chunks])
+            chunks = contiguous_chunks(costs, n_chunks)
+            budget = TimeBudget(self.max_time, len(chunks), n_jobs)
+            queue = ProblemQueue([problems[start:stop] for start, stop in chunks])
             with single_threaded_blas():
-                _run_in_threads(n_jobs, lambda: self._worker(queue, lambda chunk: self._solve_chunk(X, chunk,
-                                                                                                   budget.share())))
+                run_in_threads(n_jobs, lambda: work_through_queue(
+                queue, lambda chunk: self._solve_chunk(X, chunk, budget.share())))
             return [model for models in queue.results for model in models]
-        budget = _TimeBudget(self.max_time, len(problems), n_jobs)
+        budget = TimeBudget(self.max_time, len(problems), n_jobs)
         stop = threading.Event()  # set when the callback asks to stop
         if n_jobs == 1 and max(len(problem.rows) for problem in problems) > ONE_THREAD_MAX_POINTS:
             return [self._fit_binary(X, problem, budget, stop) for problem in problems]
         # one worker: in order (callbacks see pair 0 first)
-        queue = _ProblemQueue(problems, [len(problem.rows) for problem in problems] if n_jobs > 1 else None)
+        queue = ProblemQueue(problems, [len(problem.rows) for problem in problems] if n_jobs > 1 else None)
         # Small sub-problems: threads inside one (BLAS, kernel blocks) cost more than they save.  BLAS limits
         # are process-wide: set once here, around all workers.
         with single_threaded_blas():
-            _run_in_threads(n_jobs, lambda: self._worker(queue, lambda problem: self._fit_binary(X, problem, budget,
-                                                                                                 stop)))
+            run_in_threads(n_jobs, lambda: work_through_queue(
+                queue, lambda problem: self._fit_binary(X, problem, budget, stop)))
         return queue.results
-
-    @staticmethod
-    def _worker(queue: _ProblemQueue, solve: Callable) -> None:
-        """``solve`` items of ``queue`` until it is empty, kernel products and Numba loops on this thread."""
-        previous = numba.get_num_threads()
-        numba.set_num_threads(1)  # thread-local in Numba
-        try:
-            with limit_kernel_threads(1):
-                while (next_item := queue.next()) is not None:
-                    position, item = next_item
-                    queue.results[position] = solve(item)
-        except BaseException:
-            queue.abandon()  # the other workers stop after their current item
-            raise
-        finally:
-            numba.set_num_threads(previous)
 
     def _solves_in_chunks(self, X, problems: list[SubProblem], n_jobs: int) -> bool:
         """Whether every sub-problem takes the compiled small-problem path with nothing per problem to keep or
@@ -845,7 +636,7 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
             X, rows, offsets, signs, C, self._kernel_spec, self.bias_rule != "none", 0.0, options,
             np.array([problem.seed for problem in problems]), np.concatenate([init_idx for init_idx, _ in starts]),
             np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time, self._blend_start)
-        return _models_from_chunk(problems, rows, offsets, signs, alpha, stats, self.bias_rule != "none")
+        return models_from_chunk(problems, rows, offsets, signs, alpha, stats, self.bias_rule != "none")
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
         rows = problem.rows
@@ -880,7 +671,7 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
                 dots_in = all_inner_products(X, rows)
             # Kept kernel rows need no inner products, nor do complete ones; the old ones stay valid for the next
             # fit (same X).
-            keep_dots = (self._dots_out is not None and not _holds_kernel_values(kept_rows)
+            keep_dots = (self._dots_out is not None and not holds_kernel_values(kept_rows)
                          and len(dots_in[0]) < len(rows))
             result = run_dense_rows(X, rows, problem.signs, problem.C, self._kernel_spec, bias_rule != "none", lam,
                                     options, init_idx, init_alpha, dots_in, keep_dots, kept_rows,
@@ -920,7 +711,8 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
                 and isinstance(X, np.ndarray) and not is_memory_mapped(X) and fits_dense(n_points, options.cache_bytes))
 
     def _run_with_callback(self, simplex, options, problem: SubProblem, init_idx, init_alpha, stop):
-        """Run the solver so that ``self.callback`` sees its progress and may stop it."""
+        """Run the solver so that ``self.callback`` sees its progress and may stop it (every later sub-problem
+        stops at its first call once one asked to stop: ``stop``)."""
 
         def report(info: dict) -> bool:
             if stop.is_set():
@@ -930,31 +722,7 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
                 return True
             return False
 
-        if options.core_set:  # the outer loop is Python: one call per round
-            return run_engine(simplex, replace(options, callback=report), init_idx, init_alpha)
-        # The Frank-Wolfe engine is one compiled loop: run it in chunks, each warm-started from the last.
-        start = fit_clock()
-        done, chunk = 0, 0
-        while True:
-            elapsed = fit_clock() - start
-            piece = replace(options, max_iter=int(min(self.callback_every, options.max_iter - done)),
-                            max_time=max(options.max_time - elapsed, 1e-3), seed=(options.seed + chunk) % (2**31 - 1))
-            result = run_engine(simplex, piece, init_idx, init_alpha)
-            done += result.n_iter
-            chunk += 1
-            init_idx, init_alpha = result.support, result.alpha
-            elapsed = fit_clock() - start
-            if result.status != "max_iter" or done >= options.max_iter:
-                break
-            if elapsed > options.max_time:
-                result.status = "max_time"
-                break
-            if report({"iteration": done, "gap": result.gap, "rel_gap": result.rel_gap,
-                       "n_active": int(result.support.shape[0]), "elapsed": elapsed}):
-                result.status = "callback"
-                break
-        result.n_iter, result.time = done, elapsed
-        return result
+        return run_with_callback(simplex, options, init_idx, init_alpha, report, self.callback_every)
 
     def _warn_unconverged(self, models: list[BinaryModel]) -> None:
         """One ConvergenceWarning per sub-problem that stopped early (issued here, in the calling thread)."""
@@ -1027,258 +795,6 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
         self._warm_offsets = np.cumsum([0] + [len(model.rows) for model in models]).astype(np.int64)
         self._warm_support_classes = y_index[self.support_].astype(np.int64)
         self._warm_C = float(self.C)
-
-    # ------------------------------------------------------------ warm starts
-    def warm_start_state(self) -> WarmStart | None:
-        """What the next ``warm_start=True`` fit starts from: the state given by :meth:`set_warm_start_state`, else
-        the one the last fit left (also that of a loaded model file), or None (none, or a ``multiclass='joint'``
-        fit).
-
-        The state refers to this model's arrays (no copy) and to the kernel rows and inner products it keeps
-        for the next fit, which go to the first fit that starts from it.
-
-        Returns
-        -------
-        WarmStart or None
-        """
-        if "_warm_start_in" in self.__dict__:
-            return self._warm_start_in
-        if not all(hasattr(self, name) for name in _WARM_START_ATTRIBUTES):
-            return None
-        return WarmStart(
-            rows=self._warm_rows, weights=self._warm_alpha, offsets=self._warm_offsets, support=self.support_,
-            support_vectors=self.support_vectors_, support_classes=self._warm_support_classes, classes=self.classes_,
-            multiclass=self._fitted_multiclass, C=getattr(self, "_warm_C", None),
-            kernel=getattr(self, "_kernel_spec", None), kernel_rows=getattr(self, "_kernel_rows", None),
-            inner_products=getattr(self, "_dot_rows", None),
-        )
-
-    def set_warm_start_state(self, state: WarmStart | None) -> CoreSVC:
-        """Make the next fit with ``warm_start=True`` start from ``state`` (None: cold), not from this estimator's
-        last fit.
-
-        The state is used once, by the next fit (then the fit's own state replaces it), and only when it
-        applies to that fit's data (:meth:`WarmStart.applies_to`); otherwise the fit starts cold, as with
-        this estimator's own state.  ``clone`` does not copy it.
-
-        Parameters
-        ----------
-        state : WarmStart or None
-            E.g. another fit's :meth:`warm_start_state`, or one derived from it
-            (:meth:`WarmStart.moved_to_rows`, :meth:`WarmStart.averaged_with`).
-
-        Returns
-        -------
-        self : CoreSVC
-        """
-        if state is not None and not isinstance(state, WarmStart):
-            raise TypeError(f"state must be a WarmStart or None; got {type(state).__name__}")
-        self._warm_start_in = state
-        return self
-
-    def _previous_solution(self, state: WarmStart | None, X, y_index, classes) -> tuple | None:
-        """``state``'s solution if ``warm_start`` is on and it still fits the data (:meth:`WarmStart.applies_to`),
-        else None: (rows, weights, offsets), sub-problem ``k``'s rows and weights at ``offsets[k]:offsets[k + 1]``.
-        """
-        if not self.warm_start or state is None or not state.applies_to(X, y_index, classes, self.multiclass):
-            return None
-        return state.rows, state.weights, state.offsets
-
-    def _heavy_starts(self, X, problems: list[SubProblem], previous: WarmStart, rows_in: dict) -> list[bool]:
-        """Per sub-problem, whether its warm start takes only the heavy old support vectors (weight at least the
-        mean), not all of them.
-
-        Only sub-problems of at least ``HEAVY_START_MIN_POINTS`` points, when most of the light ones are expected
-        to leave the support, each costing a kernel row up front and pairwise steps to empty it:
-
-        * at another kernel (ijcnn1, 3,333 points, gamma x4: 40-70 ms against 80-170 ms from the whole support
-          and 77-363 ms cold);
-        * at a C at least ``HEAVY_START_C_RATIO`` times the previous one (a step of gsvm's grid), with no kept
-          kernel rows of the old support (``rows_in``, :meth:`_previous_kernel_rows`; kept rows would be free):
-          the margin narrows and the support shrinks (ijcnn1, C 4 -> 64: 2,095 -> 1,269 support vectors).  Over
-          ijcnn1's pattern searches (5,000 rows, 3 folds, interleaved) the warm search's median time went from
-          30.5% to 33.9% below the cold one's; a 3,000-point problem, C x16: 118-151 ms against 147-159 ms.  At
-          C x1.5 most light points stay and the heavy-only start took ~30% longer.  Only ``C`` is compared:
-          changed sample or class weights do not count (a speed rule; any start reaches the same optimum).
-
-        Small problems' rows are cheap and their light points mostly stay (letter's ~80-point pairs: 5% more
-        steps over a search when started from the heavy ones).  Nor when the fit expects more support vectors
-        (``_blend_start``) on the small-problem path, where a blended start may follow: from the heavy ones the
-        step test passed where the support stayed sparse (ijcnn1, 4,000 points, (1024, 1/16) -> (1024, 1/1024):
-        0.72-0.94 s blended against 0.26-0.63 s from the whole support and 0.19 s cold).
-        """
-        kernel_changed = previous.kernel != self._kernel_spec
-        c_grew = float(self.C) >= HEAVY_START_C_RATIO * (np.inf if previous.C is None else previous.C)
-        options = self.solver_options(len(X), 0, np.inf)
-
-        def heavy(problem: SubProblem) -> bool:
-            if len(problem.rows) < HEAVY_START_MIN_POINTS or (
-                    self._blend_start and self._small_problem_fast_path(X, len(problem.rows), options)):
-                return False
-            return kernel_changed or (c_grew and not _holds_kernel_values(rows_in.get(problem.index, NO_KERNEL_ROWS)))
-
-        return [heavy(problem) for problem in problems]
-
-    def _expects_more_support(self, previous: WarmStart) -> bool:
-        """Whether this warm fit's solution likely has more support vectors than the last one's: a smaller ``C``
-        (at most the same gamma) or, for RBF, a smaller gamma (at most the same ``C``).  Its warm starts on the
-        small-problem path then begin with every point, mixed with the balanced uniform weights
-        (:func:`~coresvm.solvers.dense._blend_toward_balanced`, by exact line search: never a worse start).
-        """
-        new, old = self._kernel_spec, previous.kernel
-        if old is None or (new.name, new.coef0, new.degree) != (old.name, old.coef0, old.degree):
-            return False
-        old_C = np.nan if previous.C is None else previous.C
-        same_gamma = new.gamma == old.gamma
-        if float(self.C) < old_C:
-            return same_gamma or (new.name == "rbf" and new.gamma < old.gamma)
-        return float(self.C) == old_C and new.name == "rbf" and new.gamma < old.gamma
-
-    def shared_inner_products(self, X) -> SharedInnerProducts | None:
-        """Inner products of all rows of ``X`` for a hyper-parameter search to lend its warm fits on subsets of
-        them (:meth:`lend_inner_products`), or None when they would not pay or not fit ``cache_size``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The search's data.
-
-        Returns
-        -------
-        SharedInnerProducts or None
-            Computed on first use (:meth:`SharedInnerProducts.for_search`).
-        """
-        return SharedInnerProducts.for_search(X, cache_budgets(self.cache_size)[0])
-
-    def lend_inner_products(self, products: SharedInnerProducts | None) -> CoreSVC:
-        """Lend the next fit a search's shared inner products (:meth:`shared_inner_products`), already restricted
-        to the fit's rows (:meth:`SharedInnerProducts.on_rows`): the fit reads them instead of computing any and
-        keeps none of its own.  Used when the fit's ``X`` is those rows; dropped when the fit ends.
-
-        Parameters
-        ----------
-        products : SharedInnerProducts or None
-            None withdraws a loan.
-
-        Returns
-        -------
-        self : CoreSVC
-        """
-        if products is None:
-            self.__dict__.pop("_search_dots", None)
-        else:
-            self._search_dots = products
-        return self
-
-    def _shared_dot_positions(self, X) -> np.ndarray | None:
-        """The rows of the search's shared inner products (:class:`SharedInnerProducts`) that hold ``X``'s rows,
-        when a search lent them to this fit (:meth:`lend_inner_products`) and ``X`` is those rows; else None."""
-        lent = getattr(self, "_search_dots", None)
-        if lent is None or not isinstance(X, np.ndarray):
-            return None
-        return lent.positions_of(X)
-
-    def _previous_dot_rows(self, X, problems: list[SubProblem], state: WarmStart) -> dict:
-        """Per sub-problem index, the inner products ``(points, dots)`` the last fit kept, if ``X`` is the same.
-
-        Rule: the same training matrix (shape, dtype and values: the rows are all of the problem's points, not
-        only the support vectors) and the same rows in the sub-problem.  Inner products do not depend on C,
-        the kernel's parameters or the signs, so a warm fit at another gamma reuses them too.
-        """
-        cache = state.inner_products
-        if cache is None or not cache.holds(X):
-            return {}
-        return {problem.index: cache.rows[problem.index][1:] for problem in problems
-                if problem.index in cache.rows and np.array_equal(cache.rows[problem.index][0], problem.rows)}
-
-    def _previous_kernel_rows(self, X, problems: list[SubProblem], state: WarmStart | None, reuse_values: bool) -> dict:
-        """Per sub-problem index, the kernel rows ``(buffer, order, 1/C)`` the last fit kept, if ``reuse_values``,
-        ``X``, the kernel and the bias are the same and the sub-problem has the same rows and signs (only ``C`` may
-        differ: a warm fit of a search at the same gamma).  Otherwise a kept buffer of the sub-problem's size is
-        lent as memory only (``(buffer, [], [])``: the fit overwrites it; fresh memory costs page faults).  They
-        are taken: the last fit's model no longer holds them."""
-        holder = None if state is None else state.kernel_rows
-        if holder is None:
-            return {}
-        same_kernel = reuse_values and holder.computed_for(X, self._kernel_spec, self.bias_rule)
-        entries = holder.take()
-        kept = {}
-        for problem in problems:
-            entry = entries.get(problem.index)
-            if entry is None:
-                continue
-            if same_kernel and np.array_equal(entry[0], problem.rows) and np.array_equal(entry[1], problem.signs):
-                kept[problem.index] = entry[2:5]
-            elif entry[2].shape[0] == len(problem.rows):
-                kept[problem.index] = (entry[2], *NO_KERNEL_ROWS[1:])
-        return kept
-
-    def release_kept_rows(self) -> None:
-        """Free the kernel rows and inner products a ``warm_start=True`` fit keeps for the next fit (up to
-        ``cache_size`` each), e.g. for a model that will not be fitted again (``PatternSearchCV``'s refitted
-        model, given out with the user's ``warm_start=False``).  The solution stays (:meth:`warm_start_state`)."""
-        self._kernel_rows = None
-        self._dot_rows = None
-
-    # ---------------------------------------------------------- probabilities
-    def _fit_probability(self, X, y, y_index, sample_weight, keep, problems, rng) -> None:
-        """Platt sigmoids on held-out decision values of an internal stratified cross-validation."""
-        kept = np.flatnonzero(keep)
-        smallest_class = int(np.bincount(y_index[kept], minlength=len(self.classes_)).min())
-        n_folds = min(PROBABILITY_FOLDS, smallest_class)
-        if n_folds < 2:
-            raise ValueError(
-                "probability=True needs at least 2 samples (with non-zero weight) of every class: Platt scaling "
-                f"is fitted by internal cross-validation; the smallest class has {smallest_class}"
-            )
-        folds = StratifiedKFold(n_folds, shuffle=True, random_state=int(rng.randint(0, 2**31 - 1)))
-        fold_seeds = rng.randint(0, 2**31 - 1, size=n_folds)
-        held_out = np.zeros((X.shape[0], len(problems)))
-        for (train, test), seed in zip(folds.split(kept, y_index[kept]), fold_seeds, strict=True):
-            train, test = kept[train], kept[test]
-            fold_model = clone(self).set_params(
-                probability=False, warm_start=False, callback=None, verbose=False, gamma=self.gamma_,
-                random_state=int(seed),
-            )
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                fold_weight = None if sample_weight is None else sample_weight[train]
-                fold_model.fit(X[train], y[train], sample_weight=fold_weight)
-            held_out[test] = fold_model._pair_decisions(X[test])
-        sigmoids = [fit_sigmoid(held_out[problem.rows, problem.index], problem.signs) for problem in problems]
-        self.probA_ = np.array([a for a, _ in sigmoids])
-        self.probB_ = np.array([b for _, b in sigmoids])
-
-    def _check_probability(self) -> bool:
-        if not self.probability:
-            raise AttributeError("predict_proba is not available when probability=False")
-        return True
-
-    @available_if(_check_probability)
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, columns in the order of ``classes_`` (needs ``probability=True``).
-
-        Two classes: Platt's sigmoid of the decision value.  More classes: the
-        pairwise sigmoids coupled by Wu, Lin & Weng's method 2 ('ovo'), or the
-        per-class sigmoids renormalized ('ovr').  ``argmax`` of the result can
-        differ from :meth:`predict` near the decision boundary.
-        """
-        decisions = self._pair_decisions(X)
-        if not hasattr(self, "probA_"):
-            raise NotFittedError("predict_proba needs a model fitted with probability=True; refit it")
-        per_problem = sigmoid_probability(decisions, self.probA_, self.probB_)
-        n_classes = len(self.classes_)
-        if n_classes == 2:
-            return np.column_stack([1.0 - per_problem[:, 0], per_problem[:, 0]])
-        if self._is_one_vs_rest:
-            return normalize_one_vs_rest(per_problem)
-        return couple_pairwise(per_problem, n_classes)
-
-    @available_if(_check_probability)
-    def predict_log_proba(self, X) -> np.ndarray:
-        """Logarithm of :meth:`predict_proba`."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
 
     def _fit_joint(self, X, y_index, keep, C_per_sample, rng):
         """``multiclass='joint'``: one simplex problem for all classes (see :mod:`coresvm.joint`)."""
@@ -1446,179 +962,9 @@ class CoreSVC(ClassifierMixin, CoreEstimatorBase):
         return model
 
 
-def _run_in_threads(n_threads: int, work) -> None:
-    """Call ``work()`` in ``n_threads`` threads at once, this one included; re-raise the first error.
-
-    Plain threads, not joblib's threading backend: joblib builds its thread pool on every call and its
-    result loop polls every 10 ms; an empty two-task ``Parallel`` call took 15-40 ms here, against 0.2 ms
-    for a thread, on one-vs-one fits of 0.1-0.3 s.
-    """
-    errors = []
-
-    def guarded():
-        try:
-            work()
-        except BaseException as error:  # re-raised in the calling thread
-            errors.append(error)
-
-    helpers = [threading.Thread(target=guarded, name=f"coresvm-worker-{k}", daemon=True)
-               for k in range(1, n_threads)]
-    for helper in helpers:
-        helper.start()
-    try:
-        work()
-    finally:
-        for helper in helpers:
-            helper.join()
-    if errors:
-        raise errors[0]
-
-
-class _ProblemQueue:
-    """Items to solve (sub-problems or chunks of them), in order or the largest ``sizes`` first, shared by the
-    worker threads; ``results`` in the order of ``items``."""
-
-    def __init__(self, items: list, sizes: list[int] | None = None):
-        order = range(len(items))
-        if sizes is not None:
-            order = sorted(order, key=lambda p: (-sizes[p], p))
-        self.pending = [(p, items[p]) for p in reversed(order)]  # pop() takes the first of `order`
-        self.results: list = [None] * len(items)
-        self.lock = threading.Lock()
-
-    def next(self) -> tuple[int, object] | None:
-        with self.lock:
-            return self.pending.pop() if self.pending else None
-
-    def abandon(self) -> None:
-        with self.lock:
-            self.pending.clear()
-
-
-def _contiguous_chunks(costs: list[int], n_chunks: int) -> list[tuple[int, int]]:
-    """``(start, stop)`` of at most ``n_chunks`` consecutive runs of items with about equal total cost."""
-    bounds = np.cumsum(costs, dtype=np.float64)
-    cuts = np.searchsorted(bounds, bounds[-1] * np.arange(1, n_chunks) / n_chunks, side="right")
-    edges = np.unique(np.concatenate(([0], cuts, [len(costs)])))
-    return [(int(start), int(stop)) for start, stop in zip(edges[:-1], edges[1:], strict=True)]
-
-
-def _empty_model(problem: SubProblem) -> BinaryModel:
-    """The model of a sub-problem without rows: no support vectors, decision 0."""
-    nothing = np.empty(0, dtype=np.int64)
-    result = SolverResult(support=nothing, alpha=np.empty(0), n_iter=0, gap=0.0, rel_gap=0.0, status="converged",
-                          time=0.0)
-    model = BinaryModel.from_solution(nothing, result, np.empty(0), bias=True)
-    model.info.update(problem=problem.label, warm_start=False)
-    return model
-
-
-def _models_from_chunk(problems: list[SubProblem], rows, offsets, signs, alpha, stats, bias: bool) -> list[BinaryModel]:
-    """The :class:`BinaryModel` of each problem of a chunk solved at once, as
-    :meth:`BinaryModel.from_solution` builds it from one problem's result."""
-    positive = alpha > 0
-    sv_offsets = np.concatenate(([0], np.cumsum(positive)))[offsets]  # empty problems included
-    counts = np.diff(sv_offsets)
-    sv_rows = rows[positive].astype(np.int64)
-    sv_alpha = alpha[positive]
-    rho = np.where(stats[:, STAT_SQUARED_NORM] > 0, stats[:, STAT_SQUARED_NORM], 1.0)
-    coef = sv_alpha * signs[positive] / np.repeat(rho, counts)
-    columns = (STAT_STEPS, STAT_GAP, STAT_SCALE, STAT_STATUS, STAT_ROWS, STAT_TIME)
-    records = zip(problems, sv_offsets[:-1].tolist(), sv_offsets[1:].tolist(), rho.tolist(),
-                  *(stats[:, column].tolist() for column in columns), strict=True)
-    models = []
-    for problem, first, last, rho_k, steps, gap, scale, status, n_rows, elapsed in records:
-        info = run_record(int(steps), gap, gap / scale, STATUS_NAMES[int(status)], elapsed, last - first,
-                          cache_misses=int(n_rows))
-        info.update(rho=rho_k, problem=problem.label, warm_start=problem.init is not None)
-        intercept = float(coef[first:last].sum()) if bias else 0.0
-        models.append(BinaryModel(sv_rows[first:last], coef[first:last], intercept, info, sv_alpha[first:last]))
-    return models
-
-
-class _TimeBudget:
-    """``max_time`` for the whole fit: each sub-problem gets an equal share of what is left.
-
-    With ``n_workers`` sub-problems running at once, what is left is shared
-    among the remaining *rounds* of ``n_workers`` problems.
-    """
-
-    def __init__(self, max_time: float | None, n_problems: int, n_workers: int):
-        # fit_clock: compiling the solver loops (the first fit in a fresh environment) takes none of max_time
-        self.deadline = fit_clock() + (max_time if max_time is not None else np.inf)
-        self.left = n_problems
-        self.n_workers = n_workers
-        self.lock = threading.Lock()
-
-    def share(self) -> float:
-        with self.lock:
-            rounds_left = max(1, -(-self.left // self.n_workers))
-            self.left -= 1
-        return max((self.deadline - fit_clock()) / rounds_left, 1e-3)
-
-
-def _holds_kernel_values(kept_rows: tuple) -> bool:
-    """Whether kept kernel rows ``(buffer, order, 1/C)`` (:meth:`CoreSVC._previous_kernel_rows`) hold an earlier
-    fit's values, which the fit starts from; with an empty order the buffer is lent as memory only."""
-    return len(kept_rows[1]) > 0
-
-
 def _grouped_by_class(n_support: np.ndarray, pair_coef: np.ndarray) -> bool:
     """Whether the SVs are grouped by class as ``n_support`` says (LIBSVM's layout; every fit and model file)."""
     return n_support is not None and int(np.sum(n_support)) == pair_coef.shape[0]
-
-
-def _attach_warm_starts(problems: list[SubProblem], previous: tuple, heavy_only: list[bool]) -> None:
-    """Give each sub-problem its previous support (as positions in its new rows) and weights; where
-    ``heavy_only[k]``, only the support vectors whose weight is at least their sub-problem's mean weight.
-
-    One compiled call for all sub-problems (letter's 325 one-vs-one pairs: about 8 ms per fit as a Python loop).
-    """
-    old_rows, old_alpha, old_offsets = previous
-    problem_rows = np.concatenate([problem.rows for problem in problems]).astype(np.int64, copy=False)
-    problem_offsets = np.cumsum([0] + [len(problem.rows) for problem in problems]).astype(np.int64)
-    positions, alpha, offsets = _warm_start_positions(problem_rows, problem_offsets, np.asarray(old_rows, np.int64),
-                                                      np.asarray(old_alpha, np.float64),
-                                                      np.asarray(old_offsets, np.int64),
-                                                      np.asarray(heavy_only, dtype=np.bool_))
-    for k, problem in enumerate(problems):
-        if offsets[k + 1] > offsets[k]:
-            problem.init = (positions[offsets[k]:offsets[k + 1]], alpha[offsets[k]:offsets[k + 1]])
-
-
-@numba.njit(cache=True)
-def _warm_start_positions(problem_rows, problem_offsets, old_rows, old_alpha, old_offsets, heavy_only):
-    """Per sub-problem ``k``: the positions in its (sorted) rows ``problem_rows[problem_offsets[k]:...]`` of its
-    old rows ``old_rows[old_offsets[k]:...]`` that are still there with a positive weight (with ``heavy_only[k]``,
-    at least the mean of the sub-problem's positive old weights), and those weights; returned concatenated,
-    sub-problem ``k``'s at ``offsets[k]:offsets[k + 1]``."""
-    n_problems = problem_offsets.shape[0] - 1
-    positions = np.empty(old_rows.shape[0], dtype=np.int64)
-    alpha = np.empty(old_rows.shape[0])
-    offsets = np.zeros(n_problems + 1, dtype=np.int64)
-    n = 0
-    for k in range(min(n_problems, old_offsets.shape[0] - 1)):
-        rows = problem_rows[problem_offsets[k]:problem_offsets[k + 1]]
-        floor = 0.0
-        if heavy_only[k]:
-            total, count = 0.0, 0
-            for j in range(old_offsets[k], old_offsets[k + 1]):
-                if old_alpha[j] > 0.0:
-                    total += old_alpha[j]
-                    count += 1
-            floor = total / max(count, 1)
-        for j in range(old_offsets[k], old_offsets[k + 1]):
-            if old_alpha[j] <= 0.0 or old_alpha[j] < floor:
-                continue
-            position = np.searchsorted(rows, old_rows[j])
-            if position < rows.shape[0] and rows[position] == old_rows[j]:
-                positions[n] = position
-                alpha[n] = old_alpha[j]
-                n += 1
-        offsets[k + 1] = n
-    for k in range(min(n_problems, old_offsets.shape[0] - 1), n_problems):
-        offsets[k + 1] = n
-    return positions[:n], alpha[:n], offsets
 
 
 # Pickles of models made before the holders of kept rows moved to warm_start.py name them here.

@@ -1,0 +1,198 @@
+"""CoreSVC's parameters: their checks, and the solver options a sub-problem's run gets from them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_choice, check_positive
+from .cache import cache_budgets
+from .kernels import KernelSpec
+from .solvers.engine import SECOND_VERTEX_RULES
+from .solvers.geometric import STOPPING_RULES
+from .solvers.options import (
+    BallOptions,
+    CoreSetLoopOptions,
+    MemoryOptions,
+    ReportOptions,
+    SearchOptions,
+    SolverOptions,
+    StepOptions,
+    StopOptions,
+)
+
+FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
+# core-set solvers: (candidates scored per round, violators added per round)
+CORE_SET_SOLVERS = {"cvm": (59, 1), "coreset": (10_000, 300)}
+# solver='coreset' adds up to max(batch_size, CORE_SET_GROWTH x |active|) violators per round (see solve_core_set).
+CORE_SET_GROWTH = 1.0
+BALL_SOLVERS = ("bvm", "sphere", "mnsvm")  # solvers/geometric.py
+MEB_SOLVERS = ("cvm", "bvm", "sphere")  # need a constant k~(x, x)
+BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws, up to 10 times
+BIAS_RULES = ("theoretic", "kkt", "none")
+SAMPLING_MODES = ("uniform", "stratified")
+SEARCH_MODES = ("auto", "full", "random")
+# With at most this many points (per binary problem) 'auto' scans the full gradient.
+AUTO_FULL_SEARCH_MAX_POINTS = 20_000
+# Multiclass modes: one-vs-one, one-vs-rest, and the all-at-once machine (joint.py).
+MULTICLASS_MODES = ("ovo", "ovr", "joint")
+
+
+class SVCParameters:
+    """The parameter checks and solver options of :class:`~coresvm.CoreSVC` (it holds the parameters)."""
+
+    def _solver_names(self):
+        return {**FRANK_WOLFE_SOLVERS, **{name: name for name in (*CORE_SET_SOLVERS, *BALL_SOLVERS)}}
+
+    def check_params(self) -> None:
+        """Check the parameters as :meth:`fit` does, without data (e.g. before a long data load).
+
+        Raises
+        ------
+        ValueError
+            For the first invalid parameter or combination, with the message :meth:`fit` gives.
+        """
+        check_positive("C", self.C)
+        self._check_shared_params()  # kernel, tol, max_iter, max_time, cache_size, n_init
+        check_choice("solver", self.solver, self._solver_names())
+        check_choice("search", self.search, SEARCH_MODES)
+        if isinstance(self.sample_size, bool) or not isinstance(self.sample_size, (int, np.integer)):
+            raise ValueError(f"sample_size must be an integer >= 1; got {self.sample_size!r}")
+        if self.sample_size < 1:
+            raise ValueError(f"sample_size must be >= 1; got {self.sample_size!r}")
+        if not isinstance(self.eta, (int, float, np.floating)) or not (1.0 <= self.eta < 2.0):
+            raise ValueError(f"eta (over-relaxation) must be in [1, 2); got {self.eta!r}")
+        for name in ("n_candidates", "batch_size"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+                raise ValueError(f"{name} must be None or an integer >= 1; got {value!r}")
+        check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
+        self._check_joint_params()
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, (int, np.integer))
+                                        or self.n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a non-zero integer (-1: all cores); got {self.n_jobs!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"callback must be None or a callable taking one dict; got {self.callback!r}")
+        if self.callback is not None and self.solver in BALL_SOLVERS:
+            raise ValueError(
+                f"callback is not supported by solver={self.solver!r} (a compiled loop that cannot be resumed); "
+                "use 'coreset', 'cvm' or a Frank-Wolfe solver"
+            )
+        if (isinstance(self.callback_every, bool) or not isinstance(self.callback_every, (int, np.integer))
+                or self.callback_every < 1):
+            raise ValueError(f"callback_every must be an integer >= 1; got {self.callback_every!r}")
+        if self.selection is not None:
+            check_choice("selection", self.selection, SECOND_VERTEX_RULES)
+        if not isinstance(self.bias, bool):
+            check_choice("bias", self.bias, BIAS_RULES)
+        if self.stopping is not None:
+            check_choice("stopping", self.stopping, STOPPING_RULES)
+        if self.eps is not None:
+            check_positive("eps", self.eps)
+            if self.eps >= 1:
+                raise ValueError(f"eps must be in (0, 1); got {self.eps!r}")
+        if self.draws is not None and (isinstance(self.draws, bool) or not isinstance(self.draws, (int, np.integer))
+                                       or self.draws < 1):
+            raise ValueError(f"draws must be None or an integer >= 1; got {self.draws!r}")
+        check_choice("sampling", self.sampling, SAMPLING_MODES)
+        if self.solver in MEB_SOLVERS and not KernelSpec(self.kernel).has_constant_diagonal:
+            raise ValueError(
+                f"solver={self.solver!r} solves a minimum enclosing ball, which needs a constant k(x, x); "
+                f"kernel={self.kernel!r} does not have one. Use kernel='rbf', or solver='mnsvm', 'coreset' or a "
+                "Frank-Wolfe solver, which take any kernel."
+            )
+        if self._frank_wolfe_radius_test and not KernelSpec(self.kernel).has_constant_diagonal:
+            raise ValueError(
+                f"stopping='meb' with solver={self.solver!r} is the (1 + eps)-ball test of a minimum enclosing "
+                f"ball, which needs a constant k(x, x); kernel={self.kernel!r} does not have one. Use "
+                "kernel='rbf', or stopping=None (the relative duality gap tol) with this kernel."
+            )
+        if not isinstance(self.gmdm_k, (int, float, np.floating)) or not (0.0 <= self.gmdm_k <= 1.0):
+            raise ValueError(f"gmdm_k must be in [0, 1]; got {self.gmdm_k!r}")
+
+    def _check_joint_params(self) -> None:
+        check_choice("multiclass", self.multiclass, MULTICLASS_MODES)
+        if self.multiclass != "joint":
+            return
+        if self.solver not in CORE_SET_SOLVERS:
+            raise ValueError(
+                f"multiclass='joint' supports solver='coreset' or 'cvm' (the core-set solvers); got {self.solver!r}: "
+                "the other solvers' compiled kernel evaluation takes binary labels y_i y_j, not the joint problem's "
+                "label inner products (Strack 2013, sec. 5.4)"
+            )
+        if self.decision_function_shape != "ovr":
+            raise ValueError(
+                "multiclass='joint' gives one score per class: decision_function_shape must be 'ovr'; "
+                f"got {self.decision_function_shape!r}"
+            )
+        for name in ("probability", "callback"):
+            if getattr(self, name):
+                raise ValueError(f"{name} is not available with multiclass='joint'; use 'ovo' or 'ovr'")
+
+    def solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
+        """The solver settings a fit gives a sub-problem of ``n_points`` points (e.g. for a solve outside
+        :meth:`fit`, as ``distributed.fit_cascade``'s global one).
+
+        Parameters
+        ----------
+        n_points : int
+            Points of the (sub-)problem: picks the full or sampled violator search (``search='auto'``).
+        seed : int
+            Seed of the solver's random draws.
+        time_share : float
+            Seconds the solve may take (``np.inf``: no limit).
+
+        Returns
+        -------
+        SolverOptions
+        """
+        full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
+        core_set = self.solver in CORE_SET_SOLVERS
+        candidates, batch = CORE_SET_SOLVERS.get(self.solver, (59, 1))
+        ball = self.solver in BALL_SOLVERS
+        cache_bytes, core_set_bytes = cache_budgets(self.cache_size)  # 'auto' reads the available memory once
+        return SolverOptions(
+            memory=MemoryOptions(cache_bytes=cache_bytes, core_set_bytes=core_set_bytes),
+            step=StepOptions(step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
+                             second_vertex=self._second_vertex_rule, gmdm_k=float(self.gmdm_k), eta=float(self.eta)),
+            search=SearchOptions(
+                sample_size=0 if full else int(min(self.sample_size, n_points)),
+                stratified=self.sampling == "stratified", seed=seed, n_init=int(self.n_init),
+                draws=int(self.draws or (BVM_PROBE * BVM_TRIES if self.solver == "bvm" else 600)),
+                probe=BVM_PROBE if self.solver == "bvm" else 1),
+            stop=StopOptions(
+                tol=float(self.tol), max_iter=self.max_iterations, max_time=float(time_share),
+                radius_test=self._radius_test,
+                stopping=self.stopping or ("adjmn" if self.solver == "mnsvm" else "meb"),
+                eps=None if self.eps is None else float(self.eps), multiscale=bool(self.multiscale)),
+            core_set_loop=CoreSetLoopOptions(
+                core_set=core_set, n_candidates=int(self.n_candidates or candidates),
+                max_add=int(self.batch_size or batch), growth=CORE_SET_GROWTH if self.solver == "coreset" else 0.0,
+                core_set_stop="sample" if self.solver == "coreset" else "quiet"),
+            ball=BallOptions(ball_rule=self.solver if ball else ""),
+            report=ReportOptions(verbose=self.verbose_seconds),
+        )
+
+    @property
+    def _frank_wolfe_radius_test(self) -> bool:
+        """A Frank-Wolfe solver with ``stopping='meb'``: Frandi et al. 2013's (1 + eps)-ball stopping test."""
+        return self.solver in FRANK_WOLFE_SOLVERS and self.stopping == "meb"
+
+    @property
+    def _radius_test(self) -> bool:
+        """Whether the run stops by the (1 + eps)-ball test of the current ball (CVM, or FW with 'meb')."""
+        return self.solver == "cvm" or self._frank_wolfe_radius_test
+
+    @property
+    def _second_vertex_rule(self) -> str:
+        """``selection``, or its default: the paper's MDM vertex for 'swap' (Frandi, Nanculef and Suykens 2015,
+        sec. 2), IMDM for the other solvers (the core-set inner solve, SphereSVM, MNSVM)."""
+        if self.selection is not None:
+            return self.selection
+        return "mdm" if self.solver == "swap" else "imdm"
+
+    @property
+    def bias_rule(self) -> str:
+        """``bias`` as a rule: ``'theoretic'``, ``'kkt'`` or ``'none'`` (``True`` and ``False`` mapped)."""
+        if isinstance(self.bias, bool):
+            return "theoretic" if self.bias else "none"
+        return self.bias
