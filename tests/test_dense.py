@@ -220,12 +220,11 @@ def test_a_failing_pair_stops_the_other_workers(digits, monkeypatch, path):
 def test_pairs_solved_in_chunks_are_the_pairs_solved_one_by_one(digits, monkeypatch, n_jobs):
     """One compiled call per chunk of pairs (CoreSVC._solve_chunk) gives exactly the model of one call per pair,
     cold and warm-started, for any n_jobs; the per-pair path is what it is checked against."""
-    import coresvm.svc as svc_module
 
     X, y = digits
     X, y = X[:700], y[:700]
     # warm fits keeping inner products solve pair by pair: keep none, so that warm fits take the chunks too
-    monkeypatch.setattr(svc_module, "DOT_REUSE_MIN_FEATURES", 10**9)
+    monkeypatch.setattr("coresvm.svc_warm.DOT_REUSE_MIN_FEATURES", 10**9)
     chunk_calls = []
     real_chunk = CoreSVC._solve_chunk
     monkeypatch.setattr(CoreSVC, "_solve_chunk", lambda self, *args: chunk_calls.append(1) or real_chunk(self, *args))

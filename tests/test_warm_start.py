@@ -323,15 +323,15 @@ def _large_binary_problem():
 
 
 def _heavy_flags_given(monkeypatch) -> list:
-    """The ``heavy_only`` flags of every later ``_attach_warm_starts`` call, recorded as they pass."""
+    """The ``heavy_only`` flags of every later ``attach_warm_starts`` call, recorded as they pass."""
     given = []
-    attach = svc_module._attach_warm_starts
+    attach = svc_warm.attach_warm_starts
 
     def spy(problems, previous, heavy_only):
         given.append(heavy_only)
         attach(problems, previous, heavy_only)
 
-    monkeypatch.setattr(svc_module, "_attach_warm_starts", spy)
+    monkeypatch.setattr(svc_warm, "attach_warm_starts", spy)
     return given
 
 

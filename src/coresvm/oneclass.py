@@ -34,7 +34,16 @@ from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
 from .kernels import kernel_product, resolve_gamma, squared_norms
 from .problem import SimplexProblem
 from .solvers.core_set import core_set_capacity
-from .solvers.driver import SolverOptions, run_engine
+from .solvers.driver import run_engine
+from .solvers.options import (
+    CoreSetLoopOptions,
+    MemoryOptions,
+    ReportOptions,
+    SearchOptions,
+    SolverOptions,
+    StepOptions,
+    StopOptions,
+)
 
 # solver name -> (core-set outer loop?, candidates scored per round, violators added per round)
 ONE_CLASS_SOLVERS = {"coreset": (True, 10_000, 300), "cvm": (True, 59, 1), "swap": (False, 0, 0)}
@@ -234,19 +243,14 @@ class CoreOneClassSVM(OutlierMixin, CoreEstimatorBase):
     def _solver_options(self, seed: int) -> SolverOptions:
         core_set, candidates, batch = ONE_CLASS_SOLVERS[self.solver]
         return SolverOptions(
-            step_rule="mdm" if core_set else "swap",
-            second_vertex="imdm",
-            sample_size=0,
-            core_set=core_set,
-            n_candidates=max(candidates, 1),
-            max_add=max(batch, 1),
-            tol=float(self.tol),
-            max_iter=self.max_iterations,
-            max_time=float(self.max_time) if self.max_time is not None else np.inf,
-            seed=seed,
-            cache_bytes=int(self.cache_size * 2**20),
-            n_init=int(self.n_init),
-            verbose=self.verbose_seconds,
+            memory=MemoryOptions(cache_bytes=int(self.cache_size * 2**20)),
+            step=StepOptions(step_rule="mdm" if core_set else "swap", second_vertex="imdm"),
+            search=SearchOptions(sample_size=0, seed=seed, n_init=int(self.n_init)),
+            stop=StopOptions(tol=float(self.tol), max_iter=self.max_iterations,
+                             max_time=float(self.max_time) if self.max_time is not None else np.inf),
+            core_set_loop=CoreSetLoopOptions(core_set=core_set, n_candidates=max(candidates, 1),
+                                             max_add=max(batch, 1)),
+            report=ReportOptions(verbose=self.verbose_seconds),
         )
 
     # --------------------------------------------------------------------- fit

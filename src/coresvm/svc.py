@@ -69,9 +69,7 @@ from .svc_warm import (  # noqa: F401 -- HEAVY_START_*: readable as coresvm.svc.
     WarmStartMixin,
     holds_kernel_values,
 )
-from .svc_warm import attach_warm_starts as _attach_warm_starts  # a module global: tests spy on it
 from .warm_start import (
-    DOT_REUSE_MIN_FEATURES,
     KeptInnerProducts,
     KeptKernelRows,
     SharedInnerProducts,
@@ -524,36 +522,12 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         decompose = one_vs_one_problems if self.multiclass == "ovo" else one_vs_rest_problems
         problems = decompose(y_index, keep, C_per_sample, len(classes), seeds)
         self.warm_started_ = previous is not None
-        self._rows_in = self._previous_kernel_rows(X, problems, state, reuse_values=previous is not None)
-        self._blend_start = previous is not None and self._expects_more_support(state)
-        if previous is not None:
-            _attach_warm_starts(problems, previous, self._heavy_starts(X, problems, state, self._rows_in))
-        # A search's inner products of all its rows, when it lends them (model_selection): every sub-problem reads
-        # its own from there, so this fit keeps none of its own.
-        self._search_rows = self._shared_dot_positions(X)
-        self._dots_in = (self._previous_dot_rows(X, problems, state)
-                         if previous is not None and self._search_rows is None else {})
-        self._dots_out = ({} if self.warm_start and self._search_rows is None
-                          and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None)
-        # A fit that reads kept inner products is one of a sequence (a search): it completes each sub-problem's
-        # to all of them once, when they all fit the memory budget, so the fits after it compute none.
-        self._complete_dots = bool(self._dots_in) and self._dots_out is not None and (
-            sum(len(problem.rows) ** 2 for problem in problems) * 8 <= cache_budgets(self.cache_size)[0])
-        self._rows_out = {} if self.warm_start else None
-        self._kernel_rows = None  # taken over by this fit (or stale)
+        self._start_reuse(X, problems, state, previous)
         try:
             models = self._solve_problems(X, problems)
         finally:
-            dots_out, rows_out = self._dots_out, self._rows_out
-            del (self._dots_in, self._dots_out, self._rows_in, self._rows_out, self._complete_dots, self._search_rows,
-                 self._blend_start)
-            self.__dict__.pop("_search_dots", None)  # lent for this fit only (the search lends it to each fit)
-        budget = cache_budgets(self.cache_size)[0]
-        kept_bytes = sum(dots.nbytes for _, _, dots in dots_out.values()) if dots_out else 0
-        # Kept within the fit's memory budget (cache_size), for the next warm fit only.
-        self._dot_rows = KeptInnerProducts(X, dots_out) if dots_out and kept_bytes <= budget else None
-        kernel_rows = KeptKernelRows(X, self._kernel_spec, self.bias_rule, rows_out or {})
-        self._kernel_rows = kernel_rows if rows_out and kernel_rows.nbytes <= budget else None
+            dots_out, rows_out = self._end_reuse()
+        self._keep_for_next_fit(X, dots_out, rows_out)
         self._warn_unconverged(models)
         self._set_fitted_attributes(X, y_index, models)
         if self.probability:

@@ -14,7 +14,7 @@ import numpy as np
 from .cache import cache_budgets
 from .multiclass import SubProblem
 from .solvers.dense import NO_KERNEL_ROWS
-from .warm_start import SharedInnerProducts, WarmStart
+from .warm_start import DOT_REUSE_MIN_FEATURES, KeptInnerProducts, KeptKernelRows, SharedInnerProducts, WarmStart
 
 # A warm start at another kernel, or at a C at least HEAVY_START_C_RATIO times larger without kept kernel rows,
 # starts sub-problems of at least HEAVY_START_MIN_POINTS points from their heavy old support vectors only
@@ -31,6 +31,45 @@ WARM_START_ATTRIBUTES = ("_warm_rows", "_warm_alpha", "_warm_offsets", "_warm_su
 class WarmStartMixin:
     """The warm-start methods of :class:`~coresvm.CoreSVC` (it sets ``_kernel_spec``, ``C``, ``warm_start``,
     ``cache_size`` and the fitted attributes these read)."""
+
+    def _start_reuse(self, X, problems: list[SubProblem], state: WarmStart | None, previous: tuple | None) -> None:
+        """Set up what this fit's sub-problems read from the last fit (or a search) and keep for the next: warm
+        starts (``problem.init``), kept kernel rows and inner products in, and where to keep them out.  The
+        per-fit attributes set here are removed by :meth:`_end_reuse`."""
+        self._rows_in = self._previous_kernel_rows(X, problems, state, reuse_values=previous is not None)
+        self._blend_start = previous is not None and self._expects_more_support(state)
+        if previous is not None:
+            attach_warm_starts(problems, previous, self._heavy_starts(X, problems, state, self._rows_in))
+        # A search's inner products of all its rows, when it lends them (model_selection): every sub-problem reads
+        # its own from there, so this fit keeps none of its own.
+        self._search_rows = self._shared_dot_positions(X)
+        self._dots_in = (self._previous_dot_rows(X, problems, state)
+                         if previous is not None and self._search_rows is None else {})
+        self._dots_out = ({} if self.warm_start and self._search_rows is None
+                          and X.shape[1] >= DOT_REUSE_MIN_FEATURES else None)
+        # A fit that reads kept inner products is one of a sequence (a search): it completes each sub-problem's
+        # to all of them once, when they all fit the memory budget, so the fits after it compute none.
+        self._complete_dots = bool(self._dots_in) and self._dots_out is not None and (
+            sum(len(problem.rows) ** 2 for problem in problems) * 8 <= cache_budgets(self.cache_size)[0])
+        self._rows_out = {} if self.warm_start else None
+        self._kernel_rows = None  # taken over by this fit (or stale)
+
+    def _end_reuse(self) -> tuple[dict | None, dict | None]:
+        """Remove :meth:`_start_reuse`'s per-fit attributes (also when the fit failed); return the inner products
+        and kernel rows the sub-problems kept (``None``: none were to be kept)."""
+        dots_out, rows_out = self._dots_out, self._rows_out
+        del (self._dots_in, self._dots_out, self._rows_in, self._rows_out, self._complete_dots, self._search_rows,
+             self._blend_start)
+        self.__dict__.pop("_search_dots", None)  # lent for this fit only (the search lends it to each fit)
+        return dots_out, rows_out
+
+    def _keep_for_next_fit(self, X, dots_out: dict | None, rows_out: dict | None) -> None:
+        """Keep the sub-problems' inner products and kernel rows for the next warm fit, within ``cache_size``."""
+        budget = cache_budgets(self.cache_size)[0]
+        kept_bytes = sum(dots.nbytes for _, _, dots in dots_out.values()) if dots_out else 0
+        self._dot_rows = KeptInnerProducts(X, dots_out) if dots_out and kept_bytes <= budget else None
+        kernel_rows = KeptKernelRows(X, self._kernel_spec, self.bias_rule, rows_out or {})
+        self._kernel_rows = kernel_rows if rows_out and kernel_rows.nbytes <= budget else None
 
     def warm_start_state(self) -> WarmStart | None:
         """What the next ``warm_start=True`` fit starts from: the state given by :meth:`set_warm_start_state`, else
