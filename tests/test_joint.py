@@ -81,13 +81,137 @@ def test_core_set_solver_reaches_the_exact_joint_optimum(n_candidates, max_add, 
 
 def test_other_solvers_reject_the_joint_problem():
     problem = small_joint_problem()
-    with pytest.raises(ValueError, match="core-set solvers only"):
+    with pytest.raises(ValueError, match="not by 'swap': its loop evaluates binary labels"):
         run_engine(problem, SolverOptions(step_rule="swap"))
-    with pytest.raises(ValueError, match="core-set solvers only"):
-        run_engine(problem, SolverOptions(ball_rule="mnsvm"))
+    with pytest.raises(ValueError, match="not by 'bvm': its loop evaluates binary labels"):
+        run_engine(problem, SolverOptions(ball_rule="bvm"))
     X, y = make_blobs(n_samples=60, centers=3, random_state=0)
     with pytest.raises(ValueError, match="core-set solvers"):
         fit_joint(X, y, 3, np.ones(60), SPEC, SolverOptions(step_rule="swap"))
+
+
+# ---- all-at-once MNSVM and SphereSVM (Strack 2013 sec. 5.4.2: the binary solvers on the label-vector kernel)
+def joint_ball_options(rule, n_points, **extra):
+    return SolverOptions(ball_rule=rule, stopping="mn", eps=1e-9, draws=20 * n_points, seed=0, **extra)
+
+
+JOINT_BALL_SEARCHES = {  # the three violator searches of solve_ball / solve_ball_blocked
+    "tracked": dict(track_every_point=True),  # every point's g kept from rows of Q (small problems)
+    "compiled": dict(track_every_point=False, block_search=False),  # g of each draw from the compiled rows
+    "block": dict(track_every_point=False, block_search=True),  # draws scored in BLAS blocks
+}
+
+
+@pytest.mark.parametrize("search", sorted(JOINT_BALL_SEARCHES))
+@pytest.mark.parametrize("selection", ["mdm", "imdm"])
+@pytest.mark.parametrize("rule,n_classes", [("mnsvm", 3), ("mnsvm", 5), ("sphere", 3)])
+def test_mnsvm_and_sphere_reach_the_exact_joint_optimum(rule, n_classes, selection, search):
+    """The same problem as the core-set solvers (eq. 5.16): objective, KKT and gap against SLSQP's optimum."""
+    problem = small_joint_problem(m=90, n_classes=n_classes)
+    if rule == "sphere":  # an MEB solver: one C for every sample (a constant k~(x, x))
+        problem = joint_problem(problem.X, problem.class_index, n_classes, np.full(90, 10.0), SPEC)
+    _, f_star, Q = exact_solution(problem)
+    result = run_engine(problem, joint_ball_options(rule, 90, second_vertex=selection,
+                                                    **JOINT_BALL_SEARCHES[search]))
+    alpha = assert_reaches_exact_optimum(problem, result, f_star, Q)
+    g = Q @ alpha  # KKT: (Q a)_i >= a'Qa everywhere, = on the support
+    rho = alpha @ g
+    assert g.min() >= rho * (1 - 1e-8)
+    np.testing.assert_allclose(g[alpha > 0], rho, rtol=1e-8)
+    assert result.rel_gap <= 1e-8 and result.stop_value <= 1e-8  # the reported gap is the real one
+
+
+def test_joint_mnsvm_on_csr_data_and_a_non_normalized_kernel():
+    import scipy.sparse as sp
+
+    poly = KernelSpec("poly", gamma=0.5, coef0=1.0, degree=2)
+    dense = small_joint_problem(m=80, n_classes=4, kernel=poly, bias=False)
+    X = sp.csr_matrix(dense.X / 5.0)  # blobs spread over [-10, 10]: keep (0.5 x.y + 1)^2 well conditioned
+    problem = joint_problem(X, dense.class_index, 4, 1 / dense.inv_c, poly, bias=False)
+    _, f_star, Q = exact_solution(problem)
+    for search in ("compiled", "block"):
+        result = run_engine(problem, joint_ball_options("mnsvm", 80, **JOINT_BALL_SEARCHES[search]))
+        assert_reaches_exact_optimum(problem, result, f_star, Q)
+
+
+def test_joint_labels_are_label_vectors_whose_products_are_the_label_gram():
+    problem = small_joint_problem(n_classes=4)
+    V = problem.labels
+    assert V.shape == (problem.n_points, 4)
+    np.testing.assert_allclose(V @ V.T, simplex_label_gram(4)[np.ix_(problem.class_index, problem.class_index)],
+                               atol=1e-12)
+    binary = joint_problem(problem.X, (problem.class_index > 1).astype(int), 2, np.ones(60), SPEC)
+    np.testing.assert_allclose(np.abs(binary.labels @ binary.labels.T), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("bias", ["theoretic", "kkt"])
+def test_coresvc_joint_mnsvm_is_the_joint_optimum_and_predicts_by_its_scores(bias):
+    X, y = make_blobs(n_samples=120, centers=3, n_features=3, cluster_std=2.0, random_state=0)
+    model = CoreSVC(C=10.0, gamma=0.5, solver="mnsvm", multiclass="joint", bias=bias, stopping="mn", eps=1e-9,
+                    draws=2400, random_state=0).fit(X, y)
+    assert model.fit_status_ == 0 and model.solver_info_[0]["status"] == "converged"
+    problem = joint_problem(X, y, 3, np.full(120, 10.0), SPEC)
+    _, f_star, Q = exact_solution(problem)
+    alpha = np.zeros(120)
+    alpha[model.support_] = model._joint_model.alpha
+    assert problem.objective(alpha, Q) == pytest.approx(f_star, abs=1e-8)
+    reference = CoreSVC(C=10.0, gamma=0.5, multiclass="joint", bias=bias, tol=1e-9, random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X), atol=1e-5)
+    assert model.decision_function(X).shape == (120, 3)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(model.decision_function(X), axis=1)])
+
+
+def test_coresvc_joint_mnsvm_with_gsvm_defaults_fair_draws_and_weights():
+    """gsvm's own settings (adjmn, eps 1e-3, 600 draws, MDM, fair sampling) on per-sample C: a converged,
+    accurate model whose real relative gap is of the order of eps."""
+    X, y = make_blobs(n_samples=600, centers=4, n_features=4, cluster_std=2.5, random_state=3)
+    weights = np.random.RandomState(0).uniform(0.5, 2.0, 600)
+    model = CoreSVC(C=10.0, gamma=0.2, solver="mnsvm", multiclass="joint", selection="mdm", sampling="stratified",
+                    random_state=0).fit(X, y, sample_weight=weights)
+    info = model.solver_info_[0]
+    assert model.fit_status_ == 0 and info["stop_value"] <= 1e-3 * 1.01
+    assert info["relative_gap"] < 2e-2
+    coreset = CoreSVC(C=10.0, gamma=0.2, multiclass="joint", random_state=0).fit(X, y, sample_weight=weights)
+    assert np.mean(model.predict(X) == coreset.predict(X)) >= 0.99
+    assert model.score(X, y) > 0.9
+
+
+@pytest.fixture(scope="module")
+def pendigits():
+    import lzma
+
+    from sklearn.datasets import load_svmlight_file
+
+    from coresvm.datasets import datasets_dir
+
+    if not (datasets_dir() / "pendigits.xz").exists() or not (datasets_dir() / "pendigits.t.xz").exists():
+        pytest.skip("pendigits not in the shared datasets folder")
+
+    def load(name):
+        with lzma.open(datasets_dir() / name, "rb") as handle:
+            X, y = load_svmlight_file(handle, n_features=16)
+        return X.toarray() / 100.0, y  # features 0..100
+
+    (X, y), (X_test, y_test) = load("pendigits.xz"), load("pendigits.t.xz")
+    rng = np.random.RandomState(0)
+    train, test = rng.choice(len(y), 1500, replace=False), rng.choice(len(y_test), 1000, replace=False)
+    return X[train], y[train], X_test[test], y_test[test]
+
+
+def test_pendigits_all_at_once_mnsvm_against_pairwise(pendigits):
+    """Measured (1,500 training, 1,000 test points, C=10, gamma=2): pairwise MNSVM 97.6%, all-at-once MNSVM
+    93.6% with 382 SVs against 625, all-at-once by the core-set solver (the same problem) 93.6%.  Strack 2013
+    (sec. 7.4) reports pairwise as always more accurate, with smaller all-at-once models."""
+    X, y, X_test, y_test = pendigits
+    pairwise = CoreSVC(C=10.0, gamma=2.0, solver="mnsvm", random_state=0).fit(X, y)
+    joint = CoreSVC(C=10.0, gamma=2.0, solver="mnsvm", multiclass="joint", random_state=0).fit(X, y)
+    same_problem = CoreSVC(C=10.0, gamma=2.0, multiclass="joint", random_state=0).fit(X, y)
+    accuracy = joint.score(X_test, y_test)
+    assert joint.fit_status_ == 0 and joint.decision_function(X_test).shape == (1000, 10)
+    assert accuracy > 0.92
+    assert accuracy >= pairwise.score(X_test, y_test) - 0.06
+    assert abs(accuracy - same_problem.score(X_test, y_test)) <= 0.01
+    assert len(joint.support_) < len(pairwise.support_)
 
 
 @pytest.mark.parametrize("bias", ["theoretic", "kkt", "none"])
@@ -202,8 +326,9 @@ def test_cvm_solves_the_same_joint_problem_and_invalid_combinations():
     assert cvm.fit_status_ == 0
     assert cvm.solver_info_[0]["rho"] == pytest.approx(coreset.solver_info_[0]["rho"], rel=1e-5)
     np.testing.assert_allclose(cvm.decision_function(X), coreset.decision_function(X), atol=1e-3)
-    with pytest.raises(ValueError, match="multiclass='joint' supports solver='coreset' or 'cvm'"):
-        CoreSVC(solver="swap", multiclass="joint").fit(X, y)
+    for solver in ("swap", "bvm"):
+        with pytest.raises(ValueError, match="'joint' supports solver='coreset', 'cvm', 'mnsvm' or 'sphere'"):
+            CoreSVC(solver=solver, multiclass="joint").fit(X, y)
     with pytest.raises(ValueError, match="decision_function_shape must be 'ovr'"):
         CoreSVC(multiclass="joint", decision_function_shape="ovo").fit(X, y)
     with pytest.raises(ValueError, match="multiclass must be one of"):

@@ -33,6 +33,16 @@ than pairwise (Strack 2013 sec. 7.4).  It is solved by the core-set solvers
 coefficient column per class; with more than two classes and a dense ``X``,
 ``solver='coreset'`` runs it on :mod:`~coresvm.solvers.dense_joint` (cached
 kernel rows of the working set, exact gradient; :func:`uses_dense_joint`).
+
+It is also the thesis's own method, MNSVM (or SphereSVM) on this kernel (sec. 5.4.2: the binary
+solvers generalized to multiclass): ``solver='mnsvm'`` / ``'sphere'`` run the same loop as for a
+binary problem (:func:`~coresvm.solvers.geometric.solve_ball`: first violator of the draws, the
+pairwise MDM / IMDM step of Alg. 4 / eq. 5.31 between it and an SV, multiscale eps), with the
+compiled kernel evaluation given the label vectors ``y_{c_i}`` (:attr:`SimplexProblem.labels
+<coresvm.problem.SimplexProblem.labels>`) in place of the signs: every step, threshold and update
+reads ``Q`` only through ``g_i = (Q a)_i`` and ``Q_uv``, which the label product
+``y_{c_u} . y_{c_v} = L[c_u, c_v]`` gives.  ``sampling='stratified'`` (gsvm's fair draw) picks a
+class, then a point of it.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from .kernels import KernelSpec, kernel_product
 from .problem import SimplexProblem, simplex_label_gram
 from .solvers.core_set import label_weighted_sums
 from .solvers.dense_joint import fits_dense_joint, run_dense_joint
-from .solvers.driver import SolverOptions, SolverResult, run_engine
+from .solvers.driver import SolverOptions, SolverResult, check_joint_support, run_engine
 
 # Whether fit_joint may use the cached-rows loop (solvers/dense_joint.py); tests switch it off to compare.
 DENSE_JOINT = True
@@ -116,7 +126,7 @@ def fit_joint(X, y_index: np.ndarray, n_classes: int, C: np.ndarray, kernel: Ker
         Per-sample penalties ``C_i`` (class and sample weights included).
     kernel : KernelSpec
     options : SolverOptions
-        Must select a core-set solver (``options.core_set``).
+        A core-set solver (``options.core_set``), or SphereSVM / MNSVM (``options.ball_rule``).
     bias_rule : {'theoretic', 'kkt', 'none'}
 
     Returns
@@ -127,11 +137,8 @@ def fit_joint(X, y_index: np.ndarray, n_classes: int, C: np.ndarray, kernel: Ker
     """
     if bias_rule not in JOINT_BIAS_RULES:
         raise ValueError(f"bias must be one of {JOINT_BIAS_RULES} for the joint machine; got {bias_rule!r}")
-    if not options.core_set:
-        raise ValueError(
-            "the joint multiclass machine is solved by the core-set solvers only: use solver='coreset' or 'cvm'"
-        )
     problem = joint_problem(X, y_index, n_classes, C, kernel, bias=bias_rule != "none")
+    check_joint_support(problem, options)
     if n_classes > 2 and uses_dense_joint(X, options):
         result = run_dense_joint(problem, options)
     else:
@@ -146,8 +153,9 @@ def uses_dense_joint(X, options: SolverOptions) -> bool:
     dense in-memory NumPy ``X``, the minimal-norm core-set solver (``solver='coreset'``: not CVM's radius
     test), no per-round callback, and a ``cache_size`` that holds a useful number of kernel rows.
     """
-    return (DENSE_JOINT and isinstance(X, np.ndarray) and not is_memory_mapped(X) and not options.radius_test
-            and options.callback is None and fits_dense_joint(X.shape[0], options.cache_bytes, options.tol))
+    return (DENSE_JOINT and options.core_set and isinstance(X, np.ndarray) and not is_memory_mapped(X)
+            and not options.radius_test and options.callback is None
+            and fits_dense_joint(X.shape[0], options.cache_bytes, options.tol))
 
 
 def model_from_solution(problem: SimplexProblem, result: SolverResult, bias_rule: str) -> JointModel:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 from .data import MappedRows, is_memory_mapped
 from .kernels import (
@@ -82,7 +83,8 @@ class SimplexProblem:
     label_gram : array of shape (K, K) or None
         The joint multiclass problem: ``y`` then holds class indices ``0..K-1``
         and ``Q_ij = label_gram[y_i, y_j] (k_ij + bias) + delta_ij / C_i``
-        (see :func:`simplex_label_gram`).  Only the core-set solvers take it.
+        (see :func:`simplex_label_gram`).  The core-set solvers, SphereSVM and
+        MNSVM take it (:func:`~coresvm.solvers.driver.check_joint_support`).
     compact : bool
         Keep no float64 array of length m (the core-set solvers, which read
         only sampled rows and the core set): ``C`` may be a stride-0 broadcast
@@ -223,13 +225,27 @@ class SimplexProblem:
             return self.label_gram[np.ix_(self.class_index[rows_a], self.class_index[rows_b])]
         return np.outer(self.y[rows_a], self.y[rows_b])
 
+    @property
+    def labels(self) -> np.ndarray:
+        """The labels the compiled evaluators multiply (:func:`label_product`).
+
+        Binary and one-class problems: the signs ``y_i``, shape (m,).  The joint problem: the label
+        vectors ``y_{c_i}``, shape (m, K), rows of a factor ``V`` of the label Gram (``V V' = L``,
+        :func:`label_vectors`), so that ``y_{c_i} . y_{c_j} = L[c_i, c_j]`` (Strack 2013, eq. 5.16).
+        """
+        if not self.is_joint:
+            return self.y
+        if getattr(self, "_label_rows", None) is None:
+            self._label_rows = np.ascontiguousarray(label_vectors(self.label_gram)[self.class_index])
+        return self._label_rows
+
     def kernel_args(self):
-        """The positional arguments the compiled evaluators take (binary / one-class problems)."""
-        if self.is_joint:
-            raise ValueError(
-                "the joint multiclass problem is solved by the core-set solvers only (solver='coreset' or 'cvm'); "
-                "the compiled engine and the gsvm family evaluate y_i y_j, not a label Gram"
-            )
+        """The positional arguments the compiled evaluators take.
+
+        The seventh, ``y``, is :attr:`labels`: the signs, or the joint problem's label vectors.  Which
+        solvers take the joint problem is decided by the driver
+        (:func:`~coresvm.solvers.driver.run_engine`).
+        """
         self._materialize()
         k = self.kernel
         return (
@@ -239,7 +255,7 @@ class SimplexProblem:
             float(k.gamma),
             float(k.coef0),
             float(k.degree),
-            self.y,
+            self.labels,
             self.inv_c,
             self.bias_term,
         )
@@ -292,15 +308,46 @@ def simplex_label_gram(n_classes: int) -> np.ndarray:
     return np.full((n_classes, n_classes), off_diagonal) + (1.0 - off_diagonal) * np.eye(n_classes)
 
 
+def label_vectors(label_gram: np.ndarray) -> np.ndarray:
+    """Vectors ``V`` (one row per class) with ``V V' = label_gram``, from its eigendecomposition.
+
+    For :func:`simplex_label_gram` these are the vertices of a regular simplex (Strack 2013 sec. 5.4.3),
+    written in K coordinates (they span K - 1 dimensions).
+    """
+    values, vectors = np.linalg.eigh(np.asarray(label_gram, dtype=np.float64))
+    if values.min() < -1e-12 * max(abs(values).max(), 1.0):
+        raise ValueError("label_gram must be positive semidefinite (the Gram matrix of label vectors)")
+    return vectors * np.sqrt(np.clip(values, 0.0, None))
+
+
 # --------------------------------------------------------------------------
 # Compiled evaluation of Q
 # --------------------------------------------------------------------------
 
 
+def label_product(labels, a, b):  # pragma: no cover - numba overload
+    """``y_a . y_b``: the product of two signs, or the inner product of two label vectors (compiled only)."""
+
+
+@overload(label_product, inline="always")
+def _label_product(labels, a, b):
+    if isinstance(labels, types.Array) and labels.ndim == 2:  # the joint problem's label vectors (m, K)
+
+        def vectors_impl(labels, a, b):
+            acc = 0.0
+            for t in range(labels.shape[1]):
+                acc += labels[a, t] * labels[b, t]
+            return acc
+
+        return vectors_impl
+    return lambda labels, a, b: labels[a] * labels[b]
+
+
 @njit(inline="always", cache=True)
-def extended_value(kind, dot, norm_a, norm_b, gamma, coef0, degree, y_a, y_b, bias, same, inv_c_a):
-    """``Q_ab`` from the inner product of ``x_a`` and ``x_b`` (Frandi et al. 2013 eq. 18)."""
-    value = y_a * y_b * (kernel_from_dot(kind, dot, norm_a, norm_b, gamma, coef0, degree) + bias)
+def extended_value(kind, dot, norm_a, norm_b, gamma, coef0, degree, label, bias, same, inv_c_a):
+    """``Q_ab`` from the inner product of ``x_a`` and ``x_b`` and the label product ``label = y_a . y_b``
+    (Frandi et al. 2013 eq. 18; Strack 2013 eq. 5.16 for label vectors)."""
+    value = label * (kernel_from_dot(kind, dot, norm_a, norm_b, gamma, coef0, degree) + bias)
     if same:
         value += inv_c_a
     return value
@@ -309,10 +356,10 @@ def extended_value(kind, dot, norm_a, norm_b, gamma, coef0, degree, y_a, y_b, bi
 @njit(parallel=True, cache=True)
 def _extended_column_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, x_point, out):
     norm_p = norms[point]
-    y_p = y[point]
     for r in prange(out.shape[0]):
         dot = dot_with_dense(data, r, x_point)
-        out[r] = y_p * y[r] * (kernel_from_dot(kind, dot, norm_p, norms[r], gamma, coef0, degree) + bias)
+        out[r] = label_product(y, point, r) * (kernel_from_dot(kind, dot, norm_p, norms[r], gamma, coef0, degree)
+                                               + bias)
 
 
 @njit(cache=True)
@@ -324,10 +371,10 @@ def extended_column(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, poi
         _extended_column_parallel(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, x_point, out)
     else:
         norm_p = norms[point]
-        y_p = y[point]
         for r in range(out.shape[0]):
             dot = dot_with_dense(data, r, x_point)
-            out[r] = y_p * y[r] * (kernel_from_dot(kind, dot, norm_p, norms[r], gamma, coef0, degree) + bias)
+            out[r] = label_product(y, point, r) * (kernel_from_dot(kind, dot, norm_p, norms[r], gamma, coef0,
+                                                                   degree) + bias)
     out[point] += inv_c[point]
 
 
@@ -337,12 +384,12 @@ def extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point,
     x_point = np.empty(n_features(data))
     row_to_dense(data, point, x_point)
     norm_p = norms[point]
-    y_p = y[point]
     for t in range(n_targets):
         j = targets[t]
         dot = dot_with_dense(data, j, x_point)
         out[t] = extended_value(
-            kind, dot, norm_p, norms[j], gamma, coef0, degree, y_p, y[j], bias, j == point, inv_c[point]
+            kind, dot, norm_p, norms[j], gamma, coef0, degree, label_product(y, point, j), bias, j == point,
+            inv_c[point]
         )
 
 

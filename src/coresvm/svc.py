@@ -253,17 +253,6 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         Core-set solvers: most violators added to the core set per round.
     n_init : int, default=20
         Size of the class-balanced random subset the solver starts from.
-    multiclass : {'ovo', 'joint'}, default='ovo'
-        'ovo': one binary problem per pair of classes, max-wins voting.
-        'joint': the all-at-once machine of Strack 2013, sec. 5.4 -- ONE simplex
-        problem on all points with the label inner products 1 (same class) and
-        ``-1/(K-1)`` (different classes) in place of ``y_i y_j``, and the class
-        of the largest score ``sum_i a_i L[c_i, t] k(x_i, x) + y_t . b``
-        predicted.  Faster and with fewer support vectors than 'ovo', usually
-        less accurate (docs: multiclass).  Needs ``solver='coreset'`` or 'cvm';
-        ``bias`` selects its bias rule (theoretic, the per-class KKT average of
-        eq. 5.28, or none); ``decision_function_shape`` must be 'ovr'.  With two
-        classes it is the binary machine.
     decision_function_shape : {'ovr', 'ovo'}, default='ovr'
         Shape of :meth:`decision_function` for more than two classes, as in
         scikit-learn's SVC: 'ovo' gives the pairwise values, 'ovr' turns them
@@ -271,13 +260,23 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
     break_ties : bool, default=False
         With 'ovr' and more than two classes, predict the argmax of the 'ovr'
         scores, which breaks voting ties by confidence (slower).
-    multiclass : {'ovo', 'ovr'}, default='ovo'
-        How more than two classes are decomposed into binary L2-SVMs.  'ovo':
+    multiclass : {'ovo', 'ovr', 'joint'}, default='ovo'
+        How more than two classes are handled.  'ovo':
         one problem per pair of classes on the two classes' rows, max-wins
         voting (LIBSVM's scheme; many small problems).  'ovr': one problem per
         class against all others on every row, prediction by the largest
         decision value (fewer, larger problems).  Binary data gives the same
         single problem either way.
+        'joint': the all-at-once machine of Strack 2013, sec. 5.4 -- ONE simplex
+        problem on all points with the label inner products 1 (same class) and
+        ``-1/(K-1)`` (different classes) in place of ``y_i y_j``, and the class
+        of the largest score ``sum_i a_i L[c_i, t] k(x_i, x) + y_t . b``
+        predicted.  Faster and with fewer support vectors than 'ovo', usually
+        less accurate (docs: multiclass).  Solved by ``solver='coreset'``,
+        'cvm', or the thesis's own 'mnsvm' (its method, with gsvm's defaults)
+        and 'sphere'; ``bias`` selects its bias rule (theoretic, the per-class
+        KKT average of eq. 5.28, or none); ``decision_function_shape`` must be
+        'ovr'.  With two classes it is the binary machine.
     n_jobs : int or None, default=None
         Sub-problems (pairs or classes) trained at the same time, in threads
         (None: 1; -1: all cores; read by joblib's ``effective_n_jobs``).  Each sub-problem's random seed is

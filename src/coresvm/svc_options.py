@@ -7,6 +7,7 @@ import numpy as np
 from ._validation import check_choice, check_positive
 from .cache import cache_budgets
 from .kernels import KernelSpec
+from .solvers.driver import JOINT_BALL_RULES
 from .solvers.engine import SECOND_VERTEX_RULES
 from .solvers.geometric import STOPPING_RULES
 from .solvers.options import (
@@ -27,6 +28,8 @@ CORE_SET_SOLVERS = {"cvm": (59, 1), "coreset": (10_000, 300)}
 CORE_SET_GROWTH = 1.0
 BALL_SOLVERS = ("bvm", "sphere", "mnsvm")  # solvers/geometric.py
 MEB_SOLVERS = ("cvm", "bvm", "sphere")  # need a constant k~(x, x)
+# multiclass='joint': the core-set solvers, and the thesis's own SphereSVM / MNSVM (Strack 2013, sec. 5.4.2)
+JOINT_SOLVERS = (*CORE_SET_SOLVERS, *JOINT_BALL_RULES)
 BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws, up to 10 times
 BIAS_RULES = ("theoretic", "kkt", "none")
 SAMPLING_MODES = ("uniform", "stratified")
@@ -113,11 +116,11 @@ class SVCParameters:
         check_choice("multiclass", self.multiclass, MULTICLASS_MODES)
         if self.multiclass != "joint":
             return
-        if self.solver not in CORE_SET_SOLVERS:
+        if self.solver not in JOINT_SOLVERS:
             raise ValueError(
-                f"multiclass='joint' supports solver='coreset' or 'cvm' (the core-set solvers); got {self.solver!r}: "
-                "the other solvers' compiled kernel evaluation takes binary labels y_i y_j, not the joint problem's "
-                "label inner products (Strack 2013, sec. 5.4)"
+                f"multiclass='joint' supports solver='coreset', 'cvm', 'mnsvm' or 'sphere'; got {self.solver!r}: "
+                "its loop evaluates binary labels y_i y_j, not the joint problem's label inner products "
+                "(Strack 2013, sec. 5.4)"
             )
         if self.decision_function_shape != "ovr":
             raise ValueError(

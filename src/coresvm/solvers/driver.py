@@ -148,6 +148,7 @@ def run_engine(
     ``init_idx``/``init_alpha`` warm-start the run; otherwise it starts from a
     class-balanced random subset with uniform weights.
     """
+    check_joint_support(problem, options)
     rng = np.random.RandomState(options.seed)
     m = problem.n_points
     if init_idx is None:
@@ -204,6 +205,23 @@ def run_engine(
         trace_rel_gap=trace_gap[:n_trace],
         trace_time=trace_time[:n_trace],
         **extra,
+    )
+
+
+# The gsvm-family solvers that take the joint multiclass problem (Strack 2013, sec. 5.4.2: "generalization of
+# binary SphereSVM and MNSVM into multi-class solvers"): their steps read Q only through the compiled evaluators,
+# which take label vectors.  BVM's loop keeps signed kernel columns of its own.
+JOINT_BALL_RULES = ("sphere", "mnsvm")
+
+
+def check_joint_support(problem: SimplexProblem, options: SolverOptions) -> None:
+    """Refuse a joint multiclass ``problem`` for a solver that cannot solve it, saying which can."""
+    if not problem.is_joint or options.core_set or options.ball_rule in JOINT_BALL_RULES:
+        return
+    chosen = options.ball_rule or options.step_rule
+    raise ValueError(
+        f"the joint multiclass problem is solved by the core-set solvers ('coreset', 'cvm') and by 'sphere' and "
+        f"'mnsvm' (Strack 2013, sec. 5.4), not by {chosen!r}: its loop evaluates binary labels y_i y_j"
     )
 
 

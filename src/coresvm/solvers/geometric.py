@@ -33,6 +33,11 @@ and ``w2 = ||c||^2 = a'Qa`` (Strack 2013 sec. 2.0).  One iteration:
    Those use the MNSVM step: for a ``v`` inside the ball the sphere equation
    has no positive root.
 
+SphereSVM and MNSVM also solve the joint ("all-at-once") multiclass problem (Strack 2013 sec. 5.4.2):
+the loop reads ``Q`` only through the compiled evaluators, which multiply label vectors
+(:func:`~coresvm.problem.label_product`) where a binary problem has signs; the block search keeps one
+coefficient column per class.
+
 The eps stages follow the multiscale schedule (Alg. 5 as gsvm runs it): 1/2,
 1/4, ... clamped so that the last stage is exactly ``eps``.
 
@@ -592,11 +597,17 @@ class _BlockScorer:
         self.n_sv, self.support = n_sv, support
         if self.sparse:
             _sync_feature_columns(*problem.data[:3], sv_idx, n_sv, self.column_points, self.features)
-        self.coef = alpha[:n_sv] * problem.y[support]
-        self.bias_sum = problem.bias_term * float(self.coef.sum())
+        if problem.is_joint:  # one column per class: S[p, c] = sum_{j in class c} a_j (k_pj + bias)
+            self.coef = np.zeros((n_sv, problem.label_gram.shape[0]))
+            self.coef[np.arange(n_sv), problem.class_index[support]] = alpha[:n_sv]
+            self.bias_sum = problem.bias_term * self.coef.sum(axis=0)
+        else:
+            self.coef = alpha[:n_sv] * problem.y[support]
+            self.bias_sum = problem.bias_term * float(self.coef.sum())
         self.sv_norms = problem.norms[support]
         if self.factorized:
-            self.coef_b = self.coef * np.exp(-problem.kernel.gamma * self.sv_norms)
+            scale = np.exp(-problem.kernel.gamma * self.sv_norms)
+            self.coef_b = self.coef * (scale[:, None] if problem.is_joint else scale)
 
     def __call__(self, points: np.ndarray) -> np.ndarray:
         """``g`` of ``points`` (none of them an SV: no ``1/C`` term).  The block is kept for :meth:`row`."""
@@ -609,11 +620,14 @@ class _BlockScorer:
         if self.factorized:
             dots *= 2.0 * spec.gamma
             np.exp(dots, out=dots)  # exp(2g<a, b>); k(a, b) also needs exp(-g|a|^2) exp(-g|b|^2)
-            sums = (dots @ self.coef_b) * np.exp(-spec.gamma * problem.norms[points])
+            scale = np.exp(-spec.gamma * problem.norms[points])
+            sums = (dots @ self.coef_b) * (scale[:, None] if problem.is_joint else scale)
         else:
             dots = apply_kernel_to_dots(dots, spec, problem.norms[points], self.sv_norms)
             sums = dots @ self.coef
         self.last_points, self.last_block = points, dots
+        if problem.is_joint:  # g_p = sum_c L[c_p, c] S[p, c] (as core_set.label_weighted_sums)
+            return np.einsum("pc,pc->p", sums + self.bias_sum, problem.label_gram[problem.class_index[points]])
         return problem.y[points] * (sums + self.bias_sum)
 
     def row(self, point: int, out: np.ndarray) -> None:
@@ -624,7 +638,7 @@ class _BlockScorer:
             gamma = problem.kernel.gamma
             k = k * np.exp(-gamma * (problem.norms[point] + self.sv_norms))
         support = self.support
-        out[: self.n_sv] = problem.y[point] * problem.y[support] * (k + problem.bias_term)
+        out[: self.n_sv] = problem.label_products([point], support)[0] * (k + problem.bias_term)
 
 
 def _draw_points(rng: np.random.RandomState, m: int, n: int, strata_ptr: np.ndarray, strata_order: np.ndarray):
