@@ -188,9 +188,10 @@ def test_cv_nested(capsys, files):
                        "-m", "grid", files / "train.txt")
     assert code == 0
     assert out.count("outer fold") == 3 and "Nested Cross Validation Accuracy = " in out
-    # gsvm's own spelling of the same run: -r is the resolution with --gsvm
+    # gsvm's own spelling of the same run: -r is the resolution with --gsvm (whose other defaults are undone)
     code, out_gsvm, _ = run(capsys, "cv", "--gsvm", "-c", 1, "-C", 100, "-g", 0.1, "-G", 1, "-r", 2, "-i", 2, "-o",
-                            3, "-m", "grid", files / "train.txt")
+                            3, "-m", "grid", "--solver", "coreset", "-u", "pairwise", "-z", "imdm", "-s", "simple",
+                            files / "train.txt")
     assert code == 0
     assert [line for line in out_gsvm.splitlines() if "accuracy" in line.lower()] == \
         [line for line in out.splitlines() if "accuracy" in line.lower()]
@@ -462,13 +463,58 @@ def test_scale_keeps_zero_based_indices(capsys, zero_based, tmp_path):
     assert (tmp_path / "range").read_text().splitlines()[2].split()[0] == "0"
 
 
-def test_allatonce_with_a_gsvm_solver_says_what_solves_it(capsys, files):
-    """-u allatonce is solved by the core-set solvers; the gsvm family evaluates y_i y_j and cannot solve it:
-    the command says so (and what to use) instead of the estimator's bare parameter error."""
-    for solver in ("mnsvm", "sphere", "bvm", "swap"):
+def test_allatonce_with_a_solver_that_cannot_solve_it_says_what_solves_it(capsys, files):
+    """-u allatonce is solved by mnsvm, sphere and the core-set solvers; bvm and the Frank-Wolfe family
+    evaluate y_i y_j: the command says so (and what to use) instead of the estimator's bare parameter error."""
+    for solver in ("bvm", "swap"):
         assert_usage_error(capsys, "train", "-u", "allatonce", "--solver", solver, files / "iris.txt",
                            match="-u allatonce: the all-at-once machine (Strack 2013, sec. 5.4) is solved by "
-                                 "--solver coreset or cvm")
+                                 "--solver mnsvm, sphere, coreset or cvm")
+
+
+@pytest.mark.parametrize("gsvm", [[], ["--gsvm"]])
+def test_allatonce_mnsvm_trains_and_predicts(capsys, files, tmp_path, gsvm):
+    """gsvm's own multiclass method (Strack 2013, sec. 5.4): all-at-once MNSVM, one model for the three classes."""
+    model_path, out_path = tmp_path / "m.model", tmp_path / "out.txt"
+    code, out, err = run(capsys, "train", *gsvm, "-u", "allatonce", "--solver", "mnsvm", "-c", 10, "-g", 0.5,
+                         files / "iris.txt", model_path)
+    assert code == 0, err
+    model = load_model(model_path)
+    params = model.get_params()
+    assert (params["multiclass"], params["solver"]) == ("joint", "mnsvm")
+    code, out, err = run(capsys, "predict", files / "iris.txt", model_path, out_path)
+    assert code == 0, err
+    X, y = load_svmlight_file(str(files / "iris.txt"), zero_based=False)
+    assert model.decision_function(X).shape == (150, 3) and len(model.solver_info_) == 1
+    predictions = np.loadtxt(out_path)
+    np.testing.assert_array_equal(predictions, model.predict(X))
+    assert np.mean(predictions == y) > 0.9 and out.startswith("Accuracy = ")
+
+
+def test_gsvm_switch_gives_gsvm_defaults_and_options_still_win(capsys, files, tmp_path):
+    """--gsvm: what the command line leaves unset takes gsvm's defaults (MNSVM, all-at-once, MDM, fair
+    sampling, pattern search; Strack 2013, Appendix A); every option given wins."""
+    from coresvm.cli import build_parser
+    from coresvm.cli.settings import resolve
+
+    def resolved(*argv):
+        return resolve(build_parser().parse_args(["cv", *argv, "data.txt"]), "cv")
+
+    settings = resolved("--gsvm")
+    assert settings.params["solver"] == "mnsvm" and settings.params["multiclass"] == "joint"
+    assert settings.params["selection"] == "mdm" and settings.params["sampling"] == "stratified"
+    assert settings.search == "pattern"
+    plain = resolved()
+    assert not {"solver", "multiclass", "selection", "sampling"} & set(plain.params) and plain.search is None
+    given = resolved("--gsvm", "-u", "pairwise", "-z", "imdm", "-s", "simple", "-m", "grid", "--solver", "sphere")
+    assert (given.params["multiclass"], given.params["selection"], given.params["solver"]) == ("ovo", "imdm", "sphere")
+    assert given.params["sampling"] == "uniform" and given.search == "grid"
+    assert resolved("--gsvm", "--solver", "bvm").params.get("multiclass") is None  # bvm cannot solve all-at-once
+    model_path = tmp_path / "g.model"
+    assert run(capsys, "train", "-q", "--gsvm", "-c", 10, "-g", 0.5, files / "iris.txt", model_path)[0] == 0
+    params = load_model(model_path).get_params()
+    assert (params["solver"], params["multiclass"], params["selection"], params["sampling"]) == \
+        ("mnsvm", "joint", "mdm", "stratified")
 
 
 def test_search_help_does_not_promise_a_future_pattern_search(capsys):

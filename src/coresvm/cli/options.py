@@ -26,8 +26,10 @@ gsvm and LIBSVM letters
     -p mn                      gsvm's stop criterion   (LIBSVM's -p is epsilon-SVR: not supported)
   -d and -r are numbers in both: they are LIBSVM's degree and coef0, or with --gsvm gsvm's
   draw number and grid resolution.  The long options (--degree, --coef0, --draw-number,
-  --resolution, ...) never depend on --gsvm.  LIBSVM's -wLABEL WEIGHT sets a class weight;
-  its -h 0|1 (shrinking) is accepted and has no effect (these solvers do not shrink).
+  --resolution, ...) never depend on --gsvm.  --gsvm also gives what the command line leaves
+  unset gsvm's defaults: --solver mnsvm -u allatonce -z mdm -s fair -m pattern.
+  LIBSVM's -wLABEL WEIGHT sets a class weight; its -h 0|1 (shrinking) is accepted and has no
+  effect (these solvers do not shrink).
 """
 
 
@@ -64,7 +66,7 @@ def add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
                        help="multiply C for one class (repeatable; LIBSVM: -wLABEL W), or 'balanced'")
     model.add_argument("-u", "--multiclass", choices=["pairwise", "allatonce", "onevsrest"],
                        help="multiclass: pairwise (one-vs-one, default), allatonce (gsvm's all-at-once machine, "
-                            "multiclass='joint'; --solver coreset or cvm) or onevsrest")
+                            "multiclass='joint'; --solver mnsvm, sphere, coreset or cvm) or onevsrest")
     model.add_argument("-s", dest="s_letter", metavar="X",
                        help="violator randomizer simple|fair (gsvm) or SVM type 0 = C-SVC (LIBSVM)")
 
@@ -100,7 +102,10 @@ def add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
     solver.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="set any CoreSVC parameter (repeatable), e.g. --param n_init=40")
     solver.add_argument("--verbose", action="store_true", help="print the solver's progress lines")
-    solver.add_argument("--gsvm", action="store_true", help="-d and -r take gsvm's meanings (draw number, resolution)")
+    solver.add_argument("--gsvm", action="store_true",
+                        help="gsvm's command line: -d and -r take gsvm's meanings (draw number, resolution), and what "
+                        "is not given takes gsvm's defaults: --solver mnsvm, -u allatonce, -z mdm, -s fair, "
+                        "-m pattern")
 
     data = parser.add_argument_group("data")
     data.add_argument("--matrix-type", choices=["auto", "sparse", "dense"],

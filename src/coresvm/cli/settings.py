@@ -54,6 +54,7 @@ class Settings:
 def resolve(args: argparse.Namespace, command: str) -> Settings:
     """Turn parsed options into CoreSVC parameters, applying the gsvm/LIBSVM letter rules."""
     from .. import CoreSVC
+    from ..svc_options import JOINT_SOLVERS
 
     s = Settings()
     p = s.params
@@ -106,8 +107,10 @@ def resolve(args: argparse.Namespace, command: str) -> Settings:
         p["multiclass"] = {"pairwise": "ovo", "allatonce": "joint", "onevsrest": "ovr"}[args.multiclass]
     known = CoreSVC().get_params(deep=False)
     if args.s_letter is not None:
-        if args.s_letter == "simple" or args.s_letter == "0":
-            pass  # uniform candidate draws / C-SVC: what coresvm does
+        if args.s_letter == "simple":
+            p["sampling"] = "uniform"  # gsvm's simple randomizer: uniform candidate draws
+        elif args.s_letter == "0":
+            pass  # LIBSVM's C-SVC: what coresvm does
         elif args.s_letter == "fair":
             p["sampling"] = "stratified"
         elif args.s_letter in ("1", "2", "3", "4"):
@@ -157,17 +160,41 @@ def resolve(args: argparse.Namespace, command: str) -> Settings:
             and command in ("select", "cv") and not args.quiet:
         print(f"coresvm {command}: note: -r sets coef0 (LIBSVM), which the {p.get('kernel', 'rbf')} kernel ignores; "
               "for gsvm's grid resolution use --resolution or --gsvm", file=sys.stderr)
-    if p.get("multiclass") == "joint" and p.get("solver", "coreset") not in ("coreset", "cvm"):
+    if gsvm:
+        apply_gsvm_defaults(p, s)
+    if p.get("multiclass") == "joint" and p.get("solver", "coreset") not in JOINT_SOLVERS:
         raise UsageError(
-            f"-u allatonce: the all-at-once machine (Strack 2013, sec. 5.4) is solved by --solver coreset or cvm "
-            f"(the same problem and optimum); --solver {p['solver']} cannot solve it: the other solvers' compiled "
-            "loops (the gsvm family bvm, sphere, mnsvm and the Frank-Wolfe family) evaluate the extended kernel "
-            "with binary labels y_i y_j, not the "
-            f"all-at-once problem's label inner products. Use -u pairwise with --solver {p['solver']}"
+            f"-u allatonce: the all-at-once machine (Strack 2013, sec. 5.4) is solved by --solver mnsvm, sphere, "
+            f"coreset or cvm (the same problem and optimum); --solver {p['solver']} cannot solve it: its loop "
+            "evaluates the extended kernel with binary labels y_i y_j, not the all-at-once problem's label inner "
+            f"products. Use -u pairwise with --solver {p['solver']}"
         )
     # Check the parameters now, before a long data load, with the estimator's own messages.
     CoreSVC(**p).check_params()
     return s
+
+
+# What --gsvm sets unless the command line says otherwise: gsvm's defaults (Strack 2013, Appendix A) where
+# coresvm's differ -- MNSVM, all-at-once, the MDM second vertex, fair sampling, pattern search.  (Its stopping
+# rule adjmn, eps 1e-3 and 600 draws are already mnsvm's defaults here.)
+GSVM_DEFAULTS = {"solver": "mnsvm", "multiclass": "joint", "selection": "mdm", "sampling": "stratified"}
+GSVM_SEARCH = "pattern"
+
+
+def apply_gsvm_defaults(params: dict, settings: Settings) -> None:
+    """Fill what the command line left unset with :data:`GSVM_DEFAULTS` and gsvm's pattern search.
+
+    All-at-once is gsvm's default only with a solver that solves it (:data:`JOINT_SOLVERS`); with
+    ``--solver bvm`` or a Frank-Wolfe solver the default stays pairwise.
+    """
+    from ..svc_options import JOINT_SOLVERS
+
+    for name, value in GSVM_DEFAULTS.items():
+        if name == "multiclass" and params.get("solver", GSVM_DEFAULTS["solver"]) not in JOINT_SOLVERS:
+            continue
+        params.setdefault(name, value)
+    if settings.search is None:
+        settings.search = GSVM_SEARCH
 
 
 def gamma_value(text: str | None):
