@@ -10,6 +10,7 @@ from .kernels import KernelSpec
 from .solvers.driver import JOINT_BALL_RULES
 from .solvers.engine import SECOND_VERTEX_RULES
 from .solvers.geometric import STOPPING_RULES
+from .solvers.methods import BALL, CORE_SET, ENGINE, METHODS, names_in
 from .solvers.options import (
     BallOptions,
     CoreSetLoopOptions,
@@ -21,16 +22,13 @@ from .solvers.options import (
     StopOptions,
 )
 
-FRANK_WOLFE_SOLVERS = {"fw": "fw", "mfw": "mfw", "swap": "swap", "partan": "partan"}
-# core-set solvers: (candidates scored per round, violators added per round)
-CORE_SET_SOLVERS = {"cvm": (59, 1), "coreset": (10_000, 300)}
-# solver='coreset' adds up to max(batch_size, CORE_SET_GROWTH x |active|) violators per round (see solve_core_set).
-CORE_SET_GROWTH = 1.0
-BALL_SOLVERS = ("bvm", "sphere", "mnsvm")  # solvers/geometric.py
-MEB_SOLVERS = ("cvm", "bvm", "sphere")  # need a constant k~(x, x)
+# The solvers, their parts and their papers: one table (solvers/methods.py); solver_options reads it.
+FRANK_WOLFE_SOLVERS = names_in(ENGINE)
+CORE_SET_SOLVERS = names_in(CORE_SET)
+BALL_SOLVERS = names_in(BALL)  # solvers/geometric.py
+MEB_SOLVERS = tuple(name for name, entry in METHODS.items() if entry.needs_constant_diagonal)
 # multiclass='joint': the core-set solvers, and the thesis's own SphereSVM / MNSVM (Strack 2013, sec. 5.4.2)
 JOINT_SOLVERS = (*CORE_SET_SOLVERS, *JOINT_BALL_RULES)
-BVM_PROBE, BVM_TRIES = 59, 10  # LibCVM's violator search: the worst of 59 draws, up to 10 times
 BIAS_RULES = ("theoretic", "kkt", "none")
 SAMPLING_MODES = ("uniform", "stratified")
 SEARCH_MODES = ("auto", "full", "random")
@@ -44,7 +42,7 @@ class SVCParameters:
     """The parameter checks and solver options of :class:`~coresvm.CoreSVC` (it holds the parameters)."""
 
     def _solver_names(self):
-        return {**FRANK_WOLFE_SOLVERS, **{name: name for name in (*CORE_SET_SOLVERS, *BALL_SOLVERS)}}
+        return METHODS
 
     def check_params(self) -> None:
         """Check the parameters as :meth:`fit` does, without data (e.g. before a long data load).
@@ -149,29 +147,27 @@ class SVCParameters:
         SolverOptions
         """
         full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
-        core_set = self.solver in CORE_SET_SOLVERS
-        candidates, batch = CORE_SET_SOLVERS.get(self.solver, (59, 1))
-        ball = self.solver in BALL_SOLVERS
+        method = METHODS[self.solver]
+        core_set, ball = method.family == CORE_SET, method.family == BALL
         cache_bytes, core_set_bytes = cache_budgets(self.cache_size)  # 'auto' reads the available memory once
         return SolverOptions(
             memory=MemoryOptions(cache_bytes=cache_bytes, core_set_bytes=core_set_bytes),
-            step=StepOptions(step_rule="mdm" if core_set or ball else self._solver_names()[self.solver],
+            step=StepOptions(step_rule=method.step_rule if method.family == ENGINE else "mdm",
                              second_vertex=self._second_vertex_rule, gmdm_k=float(self.gmdm_k), eta=float(self.eta)),
             search=SearchOptions(
                 sample_size=0 if full else int(min(self.sample_size, n_points)),
                 stratified=self.sampling == "stratified", seed=seed, n_init=int(self.n_init),
-                draws=int(self.draws or (BVM_PROBE * BVM_TRIES if self.solver == "bvm" else 600)),
-                probe=BVM_PROBE if self.solver == "bvm" else 1),
+                draws=int(self.draws or method.draws), probe=method.probe),
             stop=StopOptions(
                 tol=float(self.tol), max_iter=self.max_iterations, max_time=float(time_share),
                 radius_test=self._radius_test,
-                stopping=self.stopping or ("adjmn" if self.solver == "mnsvm" else "meb"),
+                stopping=self.stopping or method.ball_stopping,
                 eps=None if self.eps is None else float(self.eps), multiscale=bool(self.multiscale)),
             core_set_loop=CoreSetLoopOptions(
-                core_set=core_set, n_candidates=int(self.n_candidates or candidates),
-                max_add=int(self.batch_size or batch), growth=CORE_SET_GROWTH if self.solver == "coreset" else 0.0,
-                core_set_stop="sample" if self.solver == "coreset" else "quiet"),
-            ball=BallOptions(ball_rule=self.solver if ball else ""),
+                core_set=core_set, n_candidates=int(self.n_candidates or method.n_candidates),
+                max_add=int(self.batch_size or method.max_add), growth=method.growth,
+                core_set_stop=method.core_set_stop),
+            ball=BallOptions(ball_rule=method.step_rule if ball else ""),
             report=ReportOptions(verbose=self.verbose_seconds),
         )
 
@@ -183,7 +179,7 @@ class SVCParameters:
     @property
     def _radius_test(self) -> bool:
         """Whether the run stops by the (1 + eps)-ball test of the current ball (CVM, or FW with 'meb')."""
-        return self.solver == "cvm" or self._frank_wolfe_radius_test
+        return METHODS[self.solver].radius_test or self._frank_wolfe_radius_test
 
     @property
     def _second_vertex_rule(self) -> str:
@@ -191,7 +187,7 @@ class SVCParameters:
         sec. 2), IMDM for the other solvers (the core-set inner solve, SphereSVM, MNSVM)."""
         if self.selection is not None:
             return self.selection
-        return "mdm" if self.solver == "swap" else "imdm"
+        return METHODS[self.solver].second_vertex
 
     @property
     def bias_rule(self) -> str:
