@@ -16,7 +16,6 @@ from coresvm.solvers import clock, engine
 from coresvm.solvers.core_set import l2svm_duality_gap
 from coresvm.solvers.dense import (
     _drop_idle,
-    balanced_start,
     fits_dense,
     run_dense,
     run_dense_rows,
@@ -24,6 +23,7 @@ from coresvm.solvers.dense import (
     solve_rows_dense,
 )
 from coresvm.solvers.driver import SolverOptions
+from coresvm.solvers.sampling import balanced_start
 from coresvm.svc import CoreSVC
 
 

@@ -173,7 +173,7 @@ def test_encode_labels_in_blocks_equals_np_unique(monkeypatch):
 
 
 def test_draw_distinct_is_distinct_in_range_and_deterministic():
-    from coresvm.solvers.core_set import draw_distinct
+    from coresvm.solvers.sampling import draw_distinct
 
     a = draw_distinct(np.random.RandomState(5), 100, 60)  # many repeats to reject
     b = draw_distinct(np.random.RandomState(5), 100, 60)
@@ -184,11 +184,11 @@ def test_draw_distinct_is_distinct_in_range_and_deterministic():
 
 def test_fit_past_the_sweep_limit_is_deterministic_and_accurate(monkeypatch, checkerboard_on_disk):
     """Past SWEEP_MAX_POINTS the candidates and initial points are drawn without any O(m) index list."""
-    from coresvm.solvers import core_set, driver
+    from coresvm.solvers import core_set, sampling
 
     X, y, X_map = checkerboard_on_disk
     monkeypatch.setattr(core_set, "SWEEP_MAX_POINTS", 1000)
-    monkeypatch.setattr(driver, "SWEEP_MAX_POINTS", 1000)
+    monkeypatch.setattr(sampling, "SWEEP_MAX_POINTS", 1000)
     params = {"C": 100.0, "gamma": 2.0, "tol": 1e-2, "random_state": 0, "n_candidates": 1000}  # 2k < m: rejection
     in_memory = CoreSVC(**params).fit(X, y)
     mapped = CoreSVC(**params).fit(X_map, y)
@@ -199,7 +199,7 @@ def test_fit_past_the_sweep_limit_is_deterministic_and_accurate(monkeypatch, che
 
 
 def test_balanced_draws_cover_a_rare_class():
-    from coresvm.solvers.driver import _balanced_draws
+    from coresvm.solvers.sampling import _balanced_draws
 
     y = np.zeros(100_000, dtype=np.int8)
     y[[5, 70_000]] = 1  # two members: found from the member list after the random draws miss them

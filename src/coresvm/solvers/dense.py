@@ -53,6 +53,7 @@ from .clock import now
 from .core_set import duality_gap_weights, inner_solve, l2svm_duality_gap
 from .driver import SolverOptions, SolverResult, solver_result
 from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME
+from .sampling import balanced_start
 
 # Violators added per round (the worst first): at least BATCH, and n_w / GROWTH once the working set is larger,
 # so that it grows geometrically (as dense_joint.py's).  Larger batches mean fewer rounds but more kernel rows of
@@ -700,31 +701,6 @@ def _gather_problem(X_all, rows, signs, C, kind, gamma, coef0, degree, bias):
         # Q_ii = y_i^2 (k(x_i, x_i) + bias) + 1 / C_i (the problem's extended kernel, problem.py)
         diag[i] = kernel_from_dot(kind, norm, norm, norm, gamma, coef0, degree) + bias + inv_c[i]
     return X, norms, y, inv_c, diag
-
-
-@njit(cache=True, nogil=True)
-def balanced_start(y, n_init, seed):
-    """Sorted positions of about ``n_init`` random points, as many of each sign as possible (at most
-    ``n_init // (number of signs)`` each) -- the engine's class-balanced start (Frandi et al. 2013 sec. 2.1 (b);
-    :func:`~coresvm.solvers.driver.balanced_initial_points`), drawn here by Numba's generator seeded with
-    ``seed``: NumPy's ``RandomState(seed)`` costs ~0.2 ms of GIL-held time per sub-problem."""
-    np.random.seed(seed)  # this thread's Numba generator only
-    m = y.shape[0]
-    n_positive = 0
-    for i in range(m):
-        if y[i] > 0:
-            n_positive += 1
-    n_signs = (n_positive > 0) + (n_positive < m)
-    per_class = max(1, n_init // n_signs)
-    chosen = np.empty(0, dtype=np.int64)
-    for sign in (-1.0, 1.0):  # np.unique's order, as balanced_initial_points
-        members = np.flatnonzero(y == sign)
-        take = min(per_class, members.shape[0])
-        for k in range(take):  # partial Fisher-Yates: take distinct members uniformly
-            j = k + np.random.randint(0, members.shape[0] - k)
-            members[k], members[j] = members[j], members[k]
-        chosen = np.concatenate((chosen, members[:take]))
-    return np.sort(chosen)
 
 
 @njit(cache=True, nogil=True)  # the whole sub-problem, set-up included, runs without the GIL

@@ -48,12 +48,13 @@ from .dense import (
     solve_round,
     worst_outside,
 )
-from .driver import SolverOptions, SolverResult, balanced_initial_points, run_engine, solver_result
+from .driver import SolverOptions, SolverResult, run_engine, solver_result
 from .engine import (
     SECOND_VERTEX_RULES,
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
 )
+from .sampling import balanced_initial_points
 
 # A round adds up to max(BATCH, n_w / GROWTH_DIVISOR) violators: the working set grows geometrically, so the
 # gradient refreshes cost a constant factor times the final n_w * m instead of n_w^2 * m / BATCH.

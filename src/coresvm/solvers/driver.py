@@ -11,9 +11,7 @@ from ..cache import ColumnCache
 from ..problem import SimplexProblem
 from .core_set import (
     FLOAT32_GRAM_MIN_TOL,
-    SWEEP_MAX_POINTS,
     CoreSetState,
-    draw_distinct,
     exact_gradient,
     solve_core_set,
 )
@@ -32,6 +30,7 @@ from .geometric import (
     tracks_every_point,
 )
 from .options import SolverOptions
+from .sampling import balanced_initial_points, strata
 
 
 @dataclass
@@ -85,58 +84,6 @@ def run_record(n_iter: int, gap: float, rel_gap: float, status: str, time: float
     }
 
 
-def balanced_initial_points(y: np.ndarray, n_init: int, rng: np.random.RandomState) -> np.ndarray:
-    """A small random subset with (as far as possible) equal numbers per class.
-
-    The papers initialize from ~20 random points (Frandi et al. 2013 sec. 2.1 (b); the
-    FW-SVM code balances them by class).  Files like ijcnn1 are ordered, so
-    the subset is drawn at random, never the first rows.
-    """
-    labels = np.unique(y)
-    per_class = max(1, n_init // len(labels))
-    if len(y) > SWEEP_MAX_POINTS:
-        return _balanced_draws(y, labels, per_class, rng)
-    chosen = []
-    for label in labels:
-        members = np.flatnonzero(y == label)
-        take = min(per_class, len(members))
-        chosen.append(rng.choice(members, size=take, replace=False))
-    return np.sort(np.concatenate(chosen)).astype(np.int64)
-
-
-def _balanced_draws(y: np.ndarray, labels: np.ndarray, per_class: int, rng) -> np.ndarray:
-    """``balanced_initial_points`` without index lists of length m (large problems).
-
-    Random distinct points are drawn and kept per class until every class has
-    ``per_class`` (or all its members); a class still short after 64 draws
-    (a rare class) is completed from its member list, which is then short.
-    """
-    chosen = {label: np.zeros(0, dtype=np.int64) for label in labels}
-    for _ in range(64):
-        short = [label for label in labels if len(chosen[label]) < per_class]
-        if not short:
-            break
-        draws = draw_distinct(rng, len(y), 4 * per_class * len(labels))
-        for label in short:
-            fresh = np.setdiff1d(draws[y[draws] == label], chosen[label])
-            chosen[label] = np.concatenate([chosen[label], fresh[: per_class - len(chosen[label])]])
-    for label in labels:
-        if len(chosen[label]) < per_class:
-            members = np.setdiff1d(np.flatnonzero(y == label), chosen[label])
-            take = min(per_class - len(chosen[label]), len(members))
-            chosen[label] = np.concatenate([chosen[label], rng.choice(members, size=take, replace=False)])
-    return np.sort(np.concatenate(list(chosen.values()))).astype(np.int64)
-
-
-def _strata(y: np.ndarray, stratified: bool):
-    if not stratified:
-        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    order = np.argsort(y, kind="stable").astype(np.int64)
-    _, counts = np.unique(y, return_counts=True)
-    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return ptr, order
-
-
 def run_engine(
     problem: SimplexProblem,
     options: SolverOptions,
@@ -168,7 +115,7 @@ def run_engine(
         cache = ColumnCache(m, options.cache_bytes)
     else:
         cache = ColumnCache(1, 16)
-    strata_ptr, strata_order = _strata(problem.y, options.stratified)
+    strata_ptr, strata_order = strata(problem.y, options.stratified)
     trace_gap = np.zeros(options.trace_length)
     trace_time = np.zeros(options.trace_length)
 
@@ -283,7 +230,7 @@ def _run_bvm(problem, options, rng, init_point: int, eps: float, stages: np.ndar
     support, alpha, g_support, n_iter, _, status, stage_log = solve_bvm(
         problem, np.int64(STOPPING_RULES[options.stopping]), stages, np.int64(options.draws),
         np.int64(options.probe), float(options.eta), int(options.max_iter), float(options.max_time),
-        rng.randint(0, 2**31 - 1), int(init_point), *_strata(problem.y, options.stratified),
+        rng.randint(0, 2**31 - 1), int(init_point), *strata(problem.y, options.stratified),
         min(options.max_core_vectors, m), track_after, float(options.verbose),
     )
     return _ball_result(problem, options, rng, support, alpha, n_iter, status, start, len(stages), eps,
@@ -339,7 +286,7 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     # a small problem keeps the rows of Q beside the SV Gram, each at most m x m, half the budget
     gram = CoreSetState.within_budget(options.cache_bytes // 2 if tracking else options.cache_bytes,
                                       ball_gram_tol(eps, options.eta), max_points=m if tracking else None).gram
-    strata_ptr, strata_order = _strata(problem.y, options.stratified)
+    strata_ptr, strata_order = strata(problem.y, options.stratified)
     features = block_search_features(problem, gram.shape[0]) if options.block_search and not tracking else None
     start = time.perf_counter()
     rule = np.int64(BALL_RULES[options.ball_rule])

@@ -28,6 +28,7 @@ from numba import njit, objmode
 from ..cache import cache_slot
 from ..problem import extended_column, extended_row, weighted_rows
 from .clock import now  # GIL-free on Linux: parallel workers do not wait for each other's clock readings
+from .sampling import draw_candidates
 from .steps import (
     CURVATURE_FLOOR,
     away_direction,
@@ -71,25 +72,6 @@ def _grow(arr, new_cap):
     out = np.zeros(new_cap, dtype=arr.dtype)
     out[: arr.shape[0]] = arr
     return out
-
-
-@njit(cache=True)
-def draw_candidates(m, n, strata_ptr, strata_order, out):
-    """Fill ``out[:n]`` with candidate indices.
-
-    Uniform with replacement when ``strata_ptr`` has length < 3; otherwise
-    gsvm's "fair" sampling: first a class (stratum) uniformly, then a point of
-    that class (Strack 2013, option -s).
-    """
-    n_strata = strata_ptr.shape[0] - 1
-    if n_strata < 2:
-        for c in range(n):
-            out[c] = np.random.randint(0, m)
-        return
-    for c in range(n):
-        k = np.random.randint(0, n_strata)
-        lo = strata_ptr[k]
-        out[c] = strata_order[lo + np.random.randint(0, strata_ptr[k + 1] - lo)]
 
 
 @njit(inline="always", cache=True)

@@ -71,10 +71,10 @@ from .engine import (
     STATUS_CORE_SET_FULL,
     STATUS_MAX_ITER,
     STATUS_MAX_TIME,
-    draw_candidates,
     print_progress,
     report_progress,
 )
+from .sampling import draw_candidates, draw_points
 from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
 
 BVM, SPHERE, MNSVM = 0, 1, 2
@@ -641,16 +641,6 @@ class _BlockScorer:
         out[: self.n_sv] = problem.label_products([point], support)[0] * (k + problem.bias_term)
 
 
-def _draw_points(rng: np.random.RandomState, m: int, n: int, strata_ptr: np.ndarray, strata_order: np.ndarray):
-    """``n`` candidates: uniform, or gsvm's "fair" draw (a class, then a point of it), as :func:`draw_candidates`."""
-    n_strata = strata_ptr.shape[0] - 1
-    if n_strata < 2:
-        return rng.randint(0, m, size=n)
-    k = rng.randint(0, n_strata, size=n)
-    lo, size = strata_ptr[k], strata_ptr[k + 1] - strata_ptr[k]
-    return strata_order[lo + (rng.random_sample(n) * size).astype(np.int64)]
-
-
 def _candidate_g(points, sv_pos, g, scorer):
     """``g`` of candidates: kept for SVs, block-scored for the others."""
     pos = sv_pos[points]
@@ -673,7 +663,7 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
     """
     if probe > 1:
         for _ in range(max(draws // probe, 1)):
-            points = _draw_points(rng, m, probe, strata_ptr, strata_order)
+            points = draw_points(rng, m, probe, strata_ptr, strata_order)
             g_points = _candidate_g(points, sv_pos, g, scorer)
             margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
             worst = int(np.argmax(margins))
@@ -683,7 +673,7 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
     drawn, block = 0, FIRST_BLOCK
     while drawn < draws:
         n = min(block, draws - drawn)
-        points = _draw_points(rng, m, n, strata_ptr, strata_order)
+        points = draw_points(rng, m, n, strata_ptr, strata_order)
         g_points = _candidate_g(points, sv_pos, g, scorer)
         margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
         hits = np.flatnonzero(margins > 0.0)
