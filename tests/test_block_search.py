@@ -17,7 +17,6 @@ from coresvm.solvers.geometric import (
     block_search_features,
     find_violator,
     tracks_every_point,
-    vector_threshold,
     violation_threshold,
 )
 
@@ -77,11 +76,13 @@ def test_rbf_factorization_is_skipped_when_the_exponent_could_overflow():
     np.testing.assert_allclose(scorer(outside), g_all[outside], rtol=1e-12, atol=1e-300)
 
 
-def test_vector_threshold_matches_the_scalar_rule():
+def test_threshold_of_an_array_is_the_scalar_rule_per_point():
+    """The block search passes an array of tau, the compiled searches one value: the same numbers, bit for bit."""
     tau = np.array([1.5, 2.0, 3.0])
     for rule in (STOP_MN, STOP_ADJMN, STOP_MEB):
         expected = [violation_threshold(rule, 0.3, t, 1e-2) for t in tau]
-        np.testing.assert_allclose(vector_threshold(rule, 0.3, tau, 1e-2), expected, rtol=1e-14)
+        np.testing.assert_array_equal(violation_threshold(rule, 0.3, tau, 1e-2), expected)
+    np.testing.assert_array_equal(violation_threshold(STOP_MN, 0.3, tau, 1e-2), np.full(3, (1 - 1e-2) * 0.3))
 
 
 @pytest.mark.parametrize("probe", [1, 59])
@@ -93,7 +94,7 @@ def test_search_takes_the_first_violator_or_the_worst_of_the_first_violating_try
     scorer = _BlockScorer(problem, features)
     scorer.refresh(sv_idx, alpha, n_sv)
     eps = 0.5
-    threshold = vector_threshold(STOP_MN, w2, problem.diag, eps)
+    threshold = violation_threshold(STOP_MN, w2, problem.diag, eps)
     empty = np.zeros(1, dtype=np.int64)
     point, g_v, margin = find_violator(np.random.RandomState(3), problem.n_points, problem.diag, STOP_MN, w2, eps,
                                        600, probe, empty, empty, sv_pos, g, scorer)

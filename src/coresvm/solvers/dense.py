@@ -21,7 +21,7 @@ declared ``nogil=True``:
   kernel evaluation), so the stopping test is the true duality gap relative to
   the margin -- the same ``tol`` as the engine's full search (Frandi et al. 2015 eq. 3;
   ``1 - min_i (Qa)_i / a'Qa <= tol`` for ``lam = 0``) -- and the next batch is
-  the ``max(BATCH, n_w / GROWTH)`` worst violators outside the working set.
+  the ``max(BATCH, n_w / GROWTH_DIVISOR)`` worst violators outside the working set.
 * Each inner solve is capped at ``2 n_w`` steps (at least 128), and points of
   zero weight that do not violate leave the working set when they are a
   quarter of it: a warm start's old support shrinks to the new one instead of
@@ -54,15 +54,16 @@ from .core_set import duality_gap_weights, inner_solve, l2svm_duality_gap
 from .driver import SolverOptions, SolverResult, solver_result
 from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME
 from .sampling import balanced_start
+from .steps import vertex_score
 
-# Violators added per round (the worst first): at least BATCH, and n_w / GROWTH once the working set is larger,
-# so that it grows geometrically (as dense_joint.py's).  Larger batches mean fewer rounds but more kernel rows of
-# points that never become support vectors; 32 was the fastest of 16-128 on the USPS, letter and pendigits
-# one-vs-one pairs (benchmarks/results/multiclass.md), whose working sets stay below 8 * 32 points.  An ijcnn1
-# fold of 1,000 points at small C has every point in its support: from the 20-point start it took 33 rounds
-# of 32, 22 with the growth.
+# Violators added per round (the worst first): at least BATCH, and n_w / GROWTH_DIVISOR once the working set is
+# larger, so that it grows geometrically (dense_joint.py uses the same divisor).  Larger batches mean fewer
+# rounds but more kernel rows of points that never become support vectors; 32 was the fastest of 16-128 on the
+# USPS, letter and pendigits one-vs-one pairs (benchmarks/results/multiclass.md), whose working sets stay below
+# 8 * 32 points.  An ijcnn1 fold of 1,000 points at small C has every point in its support: from the 20-point
+# start it took 33 rounds of 32, 22 with the growth.
 BATCH = 32
-GROWTH = 8
+GROWTH_DIVISOR = 8
 # Each round's inner solve takes at most max(ROUND_STEPS_PER_POINT * n_w, MIN_ROUND_STEPS) pairwise steps, then
 # the exact gradient is refreshed; working-set points that are idle then (zero weight, no violation) leave it when
 # they are at least 1/IDLE_SHARE of it (:func:`_drop_idle`).  A warm start begins with the old support: at a
@@ -273,7 +274,7 @@ def _swap_columns(rows, n_rows, swapped_p, swapped_q, n_swaps):
 def _is_idle(t, alpha, G, diag, lam, threshold):
     """Whether working-set position ``t`` is idle: zero weight and no violation (score ``G - lam/2 diag`` at least
     ``threshold``)."""
-    return alpha[t] <= 0.0 and G[t] - 0.5 * lam * diag[t] >= threshold
+    return alpha[t] <= 0.0 and vertex_score(G[t], lam, diag[t]) >= threshold
 
 
 @njit(cache=True, nogil=True)
@@ -480,8 +481,8 @@ def gap_and_scale(G, diag, lam, n2, D):
     the minimal-norm problem, ``R^2`` for the MEB), as the core-set solver reports them."""
     best = np.inf
     for r in range(G.shape[0]):
-        best = min(best, G[r] - 0.5 * lam * diag[r])
-    return 2.0 * (n2 - 0.5 * lam * D - best), max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
+        best = min(best, vertex_score(G[r], lam, diag[r]))
+    return 2.0 * (vertex_score(n2, lam, D) - best), max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
 
 
 @njit(cache=True, nogil=True)
@@ -490,7 +491,7 @@ def worst_outside(G, diag, lam, n_w, threshold, n_max):
     m = G.shape[0]
     scores = np.empty(m - n_w)
     for r in range(n_w, m):
-        scores[r - n_w] = G[r] - 0.5 * lam * diag[r]
+        scores[r - n_w] = vertex_score(G[r], lam, diag[r])
     order = np.argsort(scores)
     n = 0
     while n < min(n_max, m - n_w) and scores[order[n]] < threshold:
@@ -600,8 +601,8 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     if blend_start and _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, inv_c, lam, alpha, G,
                                             n2, D, position) >= BLEND_MIN_STEP:
         # The points outside are positions n_w..m-1 already: all join, with their rows, filled in batches of at most
-        # m / GROWTH rows (each batch's inner products are a temporary array of that many rows).
-        chunk = max(batch_size, m // GROWTH)
+        # m / GROWTH_DIVISOR rows (each batch's inner products are a temporary array of that many rows).
+        chunk = max(batch_size, m // GROWTH_DIVISOR)
         for start in range(n_w, m, chunk):
             _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, start, min(start + chunk, m), rows,
                            reuse, order, old_dots, old_slot, old_columns, new_dots)
@@ -625,13 +626,13 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
         if stop != ROUND_GOES_ON:
             status = stop
             break
-        threshold = n2 - 0.5 * lam * D - 0.5 * tol * scale
+        threshold = vertex_score(n2, lam, D) - 0.5 * tol * scale
         n_idle = 0
         for t in range(n_w):
             n_idle += _is_idle(t, alpha, G, diag, lam, threshold)
         if n_idle >= max(batch_size, n_w // IDLE_SHARE):
             n_w = _drop_idle(n_w, threshold, lam, X, norms, y, inv_c, diag, alpha, G, order, position, rows, new_dots)
-        new = worst_outside(G, diag, lam, n_w, threshold, max(batch_size, n_w // GROWTH))
+        new = worst_outside(G, diag, lam, n_w, threshold, max(batch_size, n_w // GROWTH_DIVISOR))
         if new.shape[0] == 0:
             if taken == 0 and inner_tol <= 0.5 * tol:
                 break  # numerically stuck (not expected): stop rather than loop

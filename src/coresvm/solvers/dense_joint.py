@@ -40,6 +40,7 @@ from .clock import now
 from .core_set import gram_dtype
 from .dense import (
     BATCH,
+    GROWTH_DIVISOR,
     ROUND_GOES_ON,
     exp_nonpositive,
     gap_and_scale,
@@ -55,10 +56,11 @@ from .engine import (
     STATUS_MAX_ITER,
 )
 from .sampling import balanced_initial_points
+from .steps import vertex_score
 
-# A round adds up to max(BATCH, n_w / GROWTH_DIVISOR) violators: the working set grows geometrically, so the
-# gradient refreshes cost a constant factor times the final n_w * m instead of n_w^2 * m / BATCH.
-GROWTH_DIVISOR = 8
+# A round adds up to max(BATCH, n_w / GROWTH_DIVISOR) violators (dense.py's divisor): the working set grows
+# geometrically, so the gradient refreshes cost a constant factor times the final n_w * m instead of
+# n_w^2 * m / BATCH.
 
 # The smallest row budget worth running: the initial points and two batches.
 MIN_ROWS = 2 * BATCH + 64
@@ -192,7 +194,7 @@ def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, co
             status = stop
             break
         batch = max(BATCH, n_w // growth_divisor)
-        new = worst_outside(G, diag, lam, n_w, n2 - 0.5 * lam * D - 0.5 * tol * scale, batch)
+        new = worst_outside(G, diag, lam, n_w, vertex_score(n2, lam, D) - 0.5 * tol * scale, batch)
         if new.shape[0] == 0:
             if taken == 0 and inner_tol <= 0.5 * tol:
                 break  # numerically stuck (not expected): stop rather than loop

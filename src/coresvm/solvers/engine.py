@@ -38,6 +38,7 @@ from .steps import (
     partan_direction,
     partner_value,
     toward_direction,
+    vertex_score,
 )
 
 STEP_RULES = {"fw": 0, "mfw": 1, "swap": 2, "partan": 3, "mdm": 4}
@@ -83,7 +84,7 @@ def _max_score_slot(s, alpha, G, act_idx, diag, lam, full):
         if alpha[t] <= 0.0:
             continue
         g_t = G[act_idx[t]] if full else G[t]
-        sc = g_t - 0.5 * lam * diag[act_idx[t]]
+        sc = vertex_score(g_t, lam, diag[act_idx[t]])
         if sc > worst:
             worst = sc
             best = t
@@ -101,13 +102,13 @@ def _best_partner_slot(s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, co
     """
     best = -1
     best_value = 0.0
-    score_i = G_i - 0.5 * lam * Q_ii
+    score_i = vertex_score(G_i, lam, Q_ii)
     for t in range(s):
         if alpha[t] <= 0.0 or t == p_i:
             continue
         j = act_idx[t]
         g_t = G[j] if full else G[t]
-        if g_t - 0.5 * lam * diag[j] <= score_i:
+        if vertex_score(g_t, lam, diag[j]) <= score_i:
             continue
         Q_ij = col_i[j] if full else col_i[t]
         derivative, curvature = pairwise_direction(G_i, g_t, Q_ii, diag[j], Q_ij, lam)
@@ -198,7 +199,7 @@ def solve_simplex(
             g_t = G[act_idx[t]] if full else G[t]
             n2 += alpha[t] * g_t
             D += alpha[t] * diag[act_idx[t]]
-        mean_score = n2 - 0.5 * lam * D
+        mean_score = vertex_score(n2, lam, D)
         scale = 2.0 * n2 if lam == 0.0 else D - n2
         if scale <= 0.0:
             scale = 1e-300
@@ -211,7 +212,7 @@ def solve_simplex(
             # the active points' gradients are kept: they are always candidates, which also
             # makes the sampled gap non-negative (mean_score is their weighted average)
             for t in range(s):
-                sc = G[t] - 0.5 * lam * diag[act_idx[t]]
+                sc = vertex_score(G[t], lam, diag[act_idx[t]])
                 if sc < best:
                     best = sc
                     i = act_idx[t]
@@ -220,7 +221,7 @@ def solve_simplex(
         for _attempt in range(n_draws):
             if full:
                 for r in range(m):
-                    sc = G[r] - 0.5 * lam * diag[r]
+                    sc = vertex_score(G[r], lam, diag[r])
                     if sc < best:
                         best = sc
                         i = r
@@ -229,7 +230,7 @@ def solve_simplex(
                 draw_candidates(m, sample_size, strata_ptr, strata_order, cand)
                 weighted_rows(*kargs, cand, sample_size, act_idx, s, alpha, cand_G)
                 for c in range(sample_size):
-                    sc = cand_G[c] - 0.5 * lam * diag[cand[c]]
+                    sc = vertex_score(cand_G[c], lam, diag[cand[c]])
                     if sc < best:
                         best = sc
                         i = cand[c]
@@ -356,8 +357,8 @@ def solve_simplex(
                 Q_jj = diag[j]
                 a_j = alpha[p_j]
                 if step_rule == MFW:
-                    gap_fw = mean_score - (G_i - 0.5 * lam * Q_ii)
-                    gap_away = (G_j - 0.5 * lam * Q_jj) - mean_score
+                    gap_fw = mean_score - vertex_score(G_i, lam, Q_ii)
+                    gap_away = vertex_score(G_j, lam, Q_jj) - mean_score
                     if gap_away > gap_fw and a_j < 1.0:
                         d_a, c_a = away_direction(G_j, Q_jj, n2, D, lam)
                         t_max = a_j / (1.0 - a_j)

@@ -115,9 +115,12 @@ def violation_threshold(rule, w2, tau_i, eps):
     * mn: ``V(x~) = (||c||^2 - x~.c) / ||c||^2 > eps`` (the thesis's definition).
     * adjmn: ``(||c||^2 - x~.c) / (||c|| ||x~||) > eps`` (gsvm's stop.cc).
     * meb: ``||c - x~||^2 > (1 + eps)^2 R^2`` with ``R^2 = k~(x, x)``.
+
+    ``tau_i = k~(x_i, x_i)`` is one value (the compiled searches) or an array (the block search): one
+    function for both, so the two searches cannot drift apart.
     """
     if rule == STOP_MN:
-        return (1.0 - eps) * w2
+        return (1.0 - eps) * w2 + 0.0 * tau_i  # + 0 * tau_i: an array of tau gives an array (exactly (1 - eps) w2)
     if rule == STOP_ADJMN:
         return w2 - eps * np.sqrt(w2 * tau_i)
     return 0.5 * (w2 + tau_i * (1.0 - (1.0 + eps) ** 2))
@@ -526,15 +529,6 @@ def block_search_features(problem, capacity: int) -> np.ndarray | None:
     return np.zeros((capacity, n_features) if isinstance(data, np.ndarray) else (n_features, capacity))
 
 
-def vector_threshold(rule: int, w2: float, tau: np.ndarray, eps: float) -> np.ndarray:
-    """:func:`violation_threshold` for an array of ``tau_i = k~(x_i, x_i)``."""
-    if rule == STOP_MN:
-        return np.full(tau.shape, (1.0 - eps) * w2)
-    if rule == STOP_ADJMN:
-        return w2 - eps * np.sqrt(w2 * tau)
-    return 0.5 * (w2 + tau * (1.0 - (1.0 + eps) ** 2))
-
-
 @njit(cache=True)
 def _sync_feature_columns(values, indices, indptr, sv_idx, n_sv, column_points, columns):
     """Make column ``t`` of ``columns`` (d x capacity) hold the features of SV ``sv_idx[t]`` (CSR rows).
@@ -665,7 +659,7 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
         for _ in range(max(draws // probe, 1)):
             points = draw_points(rng, m, probe, strata_ptr, strata_order)
             g_points = _candidate_g(points, sv_pos, g, scorer)
-            margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
+            margins = violation_threshold(stopping, w2, diag_all[points], eps) - g_points
             worst = int(np.argmax(margins))
             if margins[worst] > 0.0:
                 return int(points[worst]), float(g_points[worst]), float(margins[worst])
@@ -675,7 +669,7 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
         n = min(block, draws - drawn)
         points = draw_points(rng, m, n, strata_ptr, strata_order)
         g_points = _candidate_g(points, sv_pos, g, scorer)
-        margins = vector_threshold(stopping, w2, diag_all[points], eps) - g_points
+        margins = violation_threshold(stopping, w2, diag_all[points], eps) - g_points
         hits = np.flatnonzero(margins > 0.0)
         if hits.size:
             first = int(hits[0])

@@ -23,6 +23,17 @@ CURVATURE_FLOOR = 1e-300
 
 
 @njit(inline="always", cache=True)
+def vertex_score(G_i, lam, Q_ii):
+    """The score every vertex search ranks points by: ``G_i - lam Q_ii / 2``, half the gradient of ``f``.
+
+    The toward vertex has the smallest score, the away / MDM vertex the largest among the active points,
+    and at the optimum every active point's score equals ``a'Qa - lam a'diag(Q) / 2`` (the same formula with
+    ``G = n2``, ``Q_ii = D``).  Scalars or arrays.
+    """
+    return G_i - 0.5 * lam * Q_ii
+
+
+@njit(inline="always", cache=True)
 def clipped_step(derivative, curvature, t_max, eta):
     """Exact (optionally over-relaxed) minimizer of ``f'(0) t + curv t^2`` on [0, t_max]."""
     if derivative >= 0.0:
