@@ -32,6 +32,7 @@ from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
     SECOND_MDM,
+    SECOND_VERTEX_RULES,
     STATUS_CALLBACK,
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
@@ -39,12 +40,14 @@ from .engine import (
     STATUS_MAX_TIME,
     print_progress,
 )
+from .sampling import SWEEP_MAX_POINTS, draw_distinct, next_candidates
 from .steps import (
     CURVATURE_FLOOR,
     clipped_step,
     pairwise_direction,
     partner_value,
     toward_direction,
+    vertex_score,
 )
 
 
@@ -58,7 +61,7 @@ def _core_set_sums(alpha, G, diag_w, n_w, lam):
     for t in range(n_w):
         n2 += alpha[t] * G[t]
         D += alpha[t] * diag_w[t]
-        score = G[t] - 0.5 * lam * diag_w[t]
+        score = vertex_score(G[t], lam, diag_w[t])
         if score < best:
             best = score
             p_i = t
@@ -83,7 +86,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
     for t in range(n_w):
         if alpha[t] <= 0.0 or t == p_i:
             continue
-        score = G[t] - 0.5 * lam * diag_w[t]
+        score = vertex_score(G[t], lam, diag_w[t])
         if score <= best:
             continue
         if second_rule == SECOND_MDM:
@@ -148,7 +151,7 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
                     rel_gap = dual_gap
                     break
         scale = 2.0 * n2 if lam == 0.0 else D - n2
-        rel_gap = 2.0 * (n2 - 0.5 * lam * D - best) / max(scale, 1e-300)
+        rel_gap = 2.0 * (vertex_score(n2, lam, D) - best) / max(scale, 1e-300)
         if rel_gap <= tol or steps >= max_steps:
             break
         row_i = Kw[p_i]
@@ -228,7 +231,7 @@ def _update_gradient(G, row_i, row_j, keep, step_i, step_j, diag_w, n_w, lam):
     p_i = 0
     best = np.inf
     for t in range(n_w):
-        score = G[t] - 0.5 * lam * diag_w[t]
+        score = vertex_score(G[t], lam, diag_w[t])
         if score < best:
             best = score
             p_i = t
@@ -476,7 +479,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     core.G[:n] = core.gram[:n, :n].astype(np.float64) @ core.alpha[:n]
     in_core = np.zeros(m, dtype=bool)
     in_core[init_idx] = True
-    second_rule = SECOND_VERTEX_CODES[options.second_vertex]
+    second_rule = SECOND_VERTEX_RULES[options.second_vertex]
     sample_rule = options.core_set_stop == "sample"
     final_inner_tol = options.tol if sample_rule else 0.5 * options.tol
     test_draws = min(m, max(options.n_candidates, 2 * draws_to_pass(options.violator_fraction)))
@@ -518,7 +521,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             settled = (core.points[:n][active].copy(), alpha[active].copy())
         n2 = float(alpha @ G)
         D = float(alpha @ diag)
-        mean_score = n2 - 0.5 * lam * D
+        mean_score = vertex_score(n2, lam, D)
         scale = max(2.0 * n2 if lam == 0.0 else D - n2, 1e-300)
         solved = inner_gap <= final_inner_tol
 
@@ -527,12 +530,12 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             drawn = draw_distinct(rng, m, test_draws)
             candidates = drawn[~in_core[drawn]]
         else:
-            candidates, sweep_pos = _next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
+            candidates, sweep_pos = next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
             drawn = candidates
             candidates = candidates[~in_core[candidates]]
         cand_diag = problem.diag_of(candidates)
-        cand_scores = _score_candidates(problem, candidates, core) - 0.5 * lam * cand_diag
-        core_best = float(np.min(G - 0.5 * lam * diag))
+        cand_scores = vertex_score(_score_candidates(problem, candidates, core), lam, cand_diag)
+        core_best = float(np.min(vertex_score(G, lam, diag)))
         sample_best = float(cand_scores.min()) if len(candidates) else np.inf
         gap = 2.0 * (mean_score - min(core_best, sample_best))
         outer_rel_gap = gap / scale
@@ -626,51 +629,3 @@ def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int)
     return len(new_points)
 
 
-# A sweep's permutation costs 8 bytes per point.  Beyond 2^22 points (32 MiB) the
-# candidates of a round are drawn independently instead: a run scores far fewer
-# than m points (rounds x n_candidates; a few hundred thousand for thousands of
-# SVs), so a sweep would never wrap and its draws are, up to the rare repeat,
-# uniform draws without replacement as well.  Memory then stays O(1) per point.
-SWEEP_MAX_POINTS = 2**22
-
-
-def draw_distinct(rng, m: int, k: int) -> np.ndarray:
-    """``min(k, m)`` distinct uniform random indices in ``[0, m)``, sorted, with O(k) memory.
-
-    Draws with replacement and rejects repeats (RandomState.choice without
-    replacement would permute all ``m``); deterministic for a given ``rng`` state.
-    """
-    k = min(k, m)
-    if 2 * k >= m:  # rejection would take long (coupon collector); a permutation is O(k) memory here
-        return np.sort(rng.permutation(m)[:k]).astype(np.int64)
-    picks = np.unique(rng.randint(0, m, size=k))
-    while len(picks) < k:
-        picks = np.unique(np.concatenate([picks, rng.randint(0, m, size=k - len(picks))]))
-    return picks.astype(np.int64)
-
-
-def _next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, sweep_pos):
-    """The next candidates and the new sweep position.
-
-    Uniform: the next ``n_candidates`` points of a random permutation (a sweep,
-    so no point is scored twice before all have been scored once; a fresh
-    permutation after each pass; past :data:`SWEEP_MAX_POINTS` points, distinct
-    random points instead, see :func:`draw_distinct`).  Stratified: gsvm's "fair" draw, a class
-    first, then a point of it (Strack 2013, option -s).
-    """
-    if stratified:
-        labels = np.unique(problem.y)
-        members = [np.flatnonzero(problem.y == label) for label in labels]
-        which = rng.randint(0, len(labels), size=n_candidates)
-        picks = np.array([members[k][rng.randint(0, len(members[k]))] for k in which], dtype=np.int64)
-        return np.unique(picks), sweep_pos
-    if sweep is None:
-        return draw_distinct(rng, problem.n_points, n_candidates), sweep_pos
-    m = len(sweep)
-    if sweep_pos + n_candidates > m:
-        sweep[:] = rng.permutation(m)
-        sweep_pos = 0
-    return sweep[sweep_pos : sweep_pos + n_candidates], sweep_pos + n_candidates
-
-
-SECOND_VERTEX_CODES = {"mdm": SECOND_MDM, "imdm": SECOND_IMDM, "gmdm": 2}
