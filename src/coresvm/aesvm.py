@@ -38,6 +38,7 @@ from threadpoolctl import threadpool_limits
 from .kernels import KernelSpec, kernel_block, kernel_diagonal, squared_norms
 from .problem import SimplexProblem
 from .solvers.driver import SolverOptions, run_engine
+from .solvers.steps import clipped_step
 
 DEFAULT_EPSILON = 1e-3  # Nandan et al. 2014 Sec. 6: eps = 1e-3, P = 1e5, V = 1e3, FLS2
 DEFAULT_P = 100_000
@@ -265,8 +266,8 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
 
     Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4): toward vertex ``s = argmin g``,
     away vertex ``v = argmax g`` over the active points, step along
-    ``e_s - e_v`` with exact line search clipped at ``a_v`` (so weights reach
-    exactly 0).  ``g = 2 H a + lin`` and ``H a`` are kept up to date with one
+    ``e_s - e_v`` with the engine's exact line search (:func:`~coresvm.solvers.steps.clipped_step`) clipped at
+    ``a_v`` (so weights reach exactly 0).  ``g = 2 H a + lin`` and ``H a`` are kept up to date with one
     row of ``K`` per vertex, ``O(n_cand)`` per iteration.  The Frank-Wolfe gap
     ``a'g - g_s`` bounds ``f(a) - f*`` (Frandi et al. 2015 eq. 3), so:
 
@@ -323,10 +324,9 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
             break  # converged; while deciding, f > eps is never left undecided by the tolerance
         cs = cand[s]
         cv = cand[v]
+        # the engine's exact line search along e_s - e_v, clipped at a_v: f'(0) = g_s - g_v (g = 2 H a + lin)
         curvature = K[cs, cs] + K[cv, cv] - 2.0 * K[cs, cv]
-        step = alpha[v]
-        if curvature > 1e-300:
-            step = min(step, (g_v - g_s) / (2.0 * curvature))
+        step = clipped_step(g_s - g_v, curvature, alpha[v], 1.0)
         if step == alpha[v]:
             alpha[v] = 0.0  # a drop step: exactly zero, so v leaves the active set
         else:
