@@ -2,6 +2,7 @@
 reads each method's settings from it."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from coresvm.solvers.methods import (
     OTHER_SOLVES,
     SECOND_VERTEX_METHODS,
     method_table_markdown,
+    selection_table_markdown,
 )
 
 PAPERS = ("Tsang et al. 2005", "Tsang et al. 2007", "Frandi et al. 2013", "Frandi, Nanculef and Suykens 2015",
@@ -96,3 +98,18 @@ def test_markdown_has_one_row_per_method():
     cells = [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows]  # a '|' inside a cell must be escaped
     assert all(len(row) == len(header.split("|")[1:-1]) for row in cells)
     assert [row[0].strip().strip("`") for row in cells] == [*METHODS, *OTHER_SOLVES]
+
+
+def marked_section(text: str, name: str) -> str:
+    match = re.search(rf"<!-- {name}:start -->\n(.*?)\n<!-- {name}:end -->", text, flags=re.DOTALL)
+    assert match, name
+    return match.group(1)
+
+
+def test_architecture_page_shows_the_generated_tables():
+    """docs/architecture.md carries the tables the module generates (regenerate it when this fails)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert marked_section(page, "method-table") == method_table_markdown()
+    assert marked_section(page, "selection-table") == selection_table_markdown()
+    index = (Path(__file__).resolve().parents[1] / "docs" / "index.rst").read_text(encoding="utf-8")
+    assert re.search(r"^   architecture$", index, flags=re.MULTILINE)

@@ -56,12 +56,13 @@ class Method:
     draws: int = GSVM_DRAWS  # ball family: draws of the violator search
     probe: int = 1  # ball family: candidates per try of the violator search
     needs_constant_diagonal: bool = False  # a minimum enclosing ball: k~(x, x) must be constant
+    second_vertex_note: str = ""  # when the step ignores ``selection``: what it does instead
     dense_fast_path: bool = False  # small in-memory problems run on solvers/dense.py (one compiled call)
 
 
-def _frank_wolfe(name: str, step: str, second: str, paper: str) -> Method:
+def _frank_wolfe(name: str, step: str, second: str, paper: str, second_note: str = "") -> Method:
     return Method(
-        name=name, family=ENGINE, step_rule=name, step=step, second_vertex=second,
+        name=name, family=ENGINE, step_rule=name, step=step, second_vertex=second, second_vertex_note=second_note,
         vertex_search="full scan of g (search='full'), or the best of sample_size random points",
         stopping="relative duality gap <= tol; stopping='meb': the (1 + eps)-ball test",
         outer_loop="none", loop="driver.run_engine -> engine.solve_simplex", paper=paper,
@@ -97,6 +98,7 @@ METHODS: dict[str, Method] = {
         Method(
             name="bvm", family=BALL, step_rule="bvm", second_vertex="imdm",
             step="ball step: c moves toward x~_v until x~_v is on the sphere of radius R_hat",
+            second_vertex_note="none (one-vertex step)",
             vertex_search="the worst of 59 draws, up to 10 tries (LibCVM)",
             stopping="meb: ||c - x~_v|| <= (1 + eps) R_hat, multiscale eps stages",
             outer_loop="none (multiscale eps schedule)", loop="driver._run_ball -> geometric.solve_bvm",
@@ -124,13 +126,14 @@ METHODS: dict[str, Method] = {
             ball_stopping="adjmn",
         ),
         _frank_wolfe("fw", "toward step with exact line search",
-                     "imdm", "Frandi et al. 2013, Alg. 2 (FW for MEB-SVMs), sec. 4.1"),
+                     "imdm", "Frandi et al. 2013, Alg. 2 (FW for MEB-SVMs), sec. 4.1", "none (one-vertex step)"),
         _frank_wolfe("mfw", "toward or away step, whichever has the larger gap (away vertex: MDM)",
-                     "imdm", "Frandi et al. 2013, Alg. 3 (MFW), sec. 4.2 (radius update sign: notes seed 000 sec. 6)"),
+                     "imdm", "Frandi et al. 2013, Alg. 3 (MFW), sec. 4.2 (line 21's radius update has a sign typo)",
+                     "mdm, always (the paper's away vertex)"),
         _frank_wolfe("swap", "toward or pairwise (SWAP) step, whichever decreases f more",
                      "mdm", "Frandi, Nanculef and Suykens 2015, sec. 2 (d_SW = u - v)"),
         _frank_wolfe("partan", "FW step, then a line search along alpha^(k-1) -> FW point",
-                     "imdm", "Frandi, Nanculef and Suykens 2015, Alg. 2 (PARTAN-FW, eqs. 9-12)"),
+                     "imdm", "Frandi, Nanculef and Suykens 2015, Alg. 2 (PARTAN-FW, eqs. 9-12)", "none (FW vertex)"),
     )
 }
 
@@ -176,6 +179,13 @@ def names_in(family: str) -> tuple[str, ...]:
     return tuple(name for name, entry in METHODS.items() if entry.family == family)
 
 
+def selection_table_markdown() -> str:
+    """:data:`SECOND_VERTEX_METHODS` as a markdown table."""
+    rows = ["| selection | rule |", "|---|---|"]
+    rows += [f"| `{name}` | {rule} |" for name, rule in SECOND_VERTEX_METHODS.items()]
+    return "\n".join(rows)
+
+
 def method_table_markdown() -> str:
     """:data:`METHODS` and :data:`OTHER_SOLVES` as a markdown table (the architecture page shows it)."""
     columns = ("name", "family", "step", "vertex_search", "second_vertex", "stopping", "outer_loop", "loop", "paper")
@@ -183,6 +193,7 @@ def method_table_markdown() -> str:
             "|" + "---|" * len(columns)]
     for entry in (*METHODS.values(), *OTHER_SOLVES.values()):
         cells = [str(getattr(entry, column)).replace("|", "\\|") for column in columns]
+        cells[4] = entry.second_vertex_note or cells[4]
         cells[0], cells[7] = f"`{cells[0]}`", f"`{cells[7]}`"
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
