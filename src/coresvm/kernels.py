@@ -132,12 +132,14 @@ def apply_kernel_to_dots(dots: np.ndarray, spec: KernelSpec, norms_a, norms_b) -
     return np.exp(dots, out=dots)
 
 
-def kernel_block(A, B, spec: KernelSpec, norms_a=None, norms_b=None) -> np.ndarray:
-    """Kernel values ``k(a_i, b_j)`` as a dense float64 array, through BLAS.
+def kernel_block(A, B, spec: KernelSpec, norms_a=None, norms_b=None, precision: type = np.float64) -> np.ndarray:
+    """Kernel values ``k(a_i, b_j)`` as a dense array of ``precision`` (float64 unless told), through BLAS.
 
-    ``A`` and ``B`` may each be dense or CSR; sparse inputs are never densified.
+    ``A`` and ``B`` may each be dense or CSR; sparse inputs are never densified
+    beyond the smaller side's rows (:func:`inner_products`).  ``precision=np.float32`` multiplies and
+    exponentiates in float32 (the core-set solvers' float32 Gram matrices).
     """
-    dots = inner_products(A, B)
+    dots = inner_products(A, B, precision)
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
@@ -147,12 +149,33 @@ def kernel_block(A, B, spec: KernelSpec, norms_a=None, norms_b=None) -> np.ndarr
 def inner_products(A, B, dtype: type = np.float64) -> np.ndarray:
     """``A @ B.T`` as a dense array of ``dtype`` (float64 unless told; one BLAS call for dense inputs).
 
-    Sparse inputs stay sparse: only the (dense anyway) result is materialized.
+    With a sparse operand, the other side is made dense and contiguous when that costs at most 64 MiB: SciPy's
+    sparse x sparse product with a dense result, and its sparse x dense product with a transposed (strided)
+    right operand, which it copies, were 4-5x slower than one sparse x contiguous-dense pass.  The operands are
+    cast to ``dtype`` first, so float32 products run in float32.
     """
-    dots = A @ B.T
-    if sp.issparse(dots):
-        dots = dots.toarray()
+    A_sparse, B_sparse = sp.issparse(A), sp.issparse(B)
+    if A_sparse or B_sparse:
+        A, B = A.astype(dtype, copy=False), B.astype(dtype, copy=False)
+    if A_sparse and B_sparse:
+        small, large, swapped = (A, B, True) if A.shape[0] <= B.shape[0] else (B, A, False)
+        if small.shape[0] * small.shape[1] * np.dtype(dtype).itemsize <= DENSE_OPERAND_BYTES:
+            dots = large @ np.ascontiguousarray(small.toarray().T)
+            return dots.T if swapped else dots
+        dots = (A @ B.T).toarray()
+    elif A_sparse:
+        dots = A @ transposed_operand(B, dtype)
+    elif B_sparse:
+        dots = (B @ transposed_operand(A, dtype)).T
+    else:
+        dots = A @ B.T
     return np.asarray(dots, dtype=dtype)
+
+
+def transposed_operand(B, dtype: type = np.float64) -> np.ndarray:
+    """``B.T`` as a C-contiguous array of ``dtype``: the right operand of a sparse x dense product, made once
+    for repeated products (SciPy copies a strided one on every call)."""
+    return np.ascontiguousarray(np.asarray(B, dtype=dtype).T)
 
 
 BLOCK_VALUES = 2**19  # kernel values per block of kernel_product (4 MiB: stays in cache)
@@ -209,21 +232,41 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
         coef_b = (np.exp(-spec.gamma * norms_b).reshape(coef_shape) * coef).astype(precision, copy=False)
     coef_direct = coef.astype(precision, copy=False)
     rows = product_block_rows(n_b)
+    scaled_right = RightOperand(B_scaled, A, precision) if factorizable else None
+    right = RightOperand(B, A, precision)
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
         if factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
-            block = inner_products(A[start:stop], B_scaled, precision)
+            block = scaled_right.products(A[start:stop])
             np.exp(block, out=block)
             # scaled in float64 (the float32 product is widened first)
             out[start:stop] = (block @ coef_b) * np.exp(-spec.gamma * norms_a[start:stop]).reshape(coef_shape)
         else:
-            block = inner_products(A[start:stop], B, precision)
+            block = right.products(A[start:stop])
             block = apply_kernel_to_dots(block, spec, None if norms_a is None else norms_a[start:stop], norms_b)
             out[start:stop] = block @ coef_direct
 
-    _run_row_blocks(n_a, rows, one_block, n_threads)
+    run_row_blocks(n_a, rows, one_block, n_threads)
     return out
+
+
+class RightOperand:
+    """The right side ``B`` of repeated products ``A_block @ B.T`` over row blocks of one ``A``.
+
+    For sparse ``A`` and dense ``B``, ``B.T`` is made contiguous once (:func:`transposed_operand`) instead of
+    by SciPy on every block (w8a's core-set scoring: 1.2 -> 0.23 s of CPU per 10,000 candidates).
+    """
+
+    def __init__(self, B, A, dtype: type) -> None:
+        self.B, self.dtype = B, dtype
+        self.transposed = transposed_operand(B, dtype) if sp.issparse(A) and not sp.issparse(B) else None
+
+    def products(self, A_block) -> np.ndarray:
+        """``A_block @ B.T`` as a dense array of the operand's dtype."""
+        if self.transposed is None:
+            return inner_products(A_block, self.B, self.dtype)
+        return np.asarray(A_block.astype(self.dtype, copy=False) @ self.transposed, dtype=self.dtype)
 
 
 def _product_operands(A, B):
@@ -265,6 +308,7 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
     if factorizable:
         B_extended = _rbf_exponent_operands(B, norms_b, spec.gamma)
     rows = product_block_rows(B.shape[0])
+    right = RightOperand(B, A, np.float64)
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
@@ -278,11 +322,11 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
             block = np.exp(A_extended @ B_extended.T)  # k(a, b) exp(g |a|^2): one GEMM and one exp
             np.multiply(reduce(block), np.exp(-spec.gamma * norms_a[start:stop])[:, None], out=out[start:stop])
             return
-        block = apply_kernel_to_dots(inner_products(A[start:stop], B), spec,
+        block = apply_kernel_to_dots(right.products(A[start:stop]), spec,
                                      None if norms_a is None else norms_a[start:stop], norms_b)
         out[start:stop] = reduce(block)
 
-    _run_row_blocks(n_a, rows, one_block, n_threads)
+    run_row_blocks(n_a, rows, one_block, n_threads)
     return out
 
 
@@ -306,7 +350,7 @@ def _rbf_exponent_operands(B: np.ndarray, norms_b: np.ndarray, gamma: float) -> 
     return extended
 
 
-def _run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None], n_threads: int | None) -> None:
+def run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None], n_threads: int | None) -> None:
     """``one_block(start)`` for every block of ``block_rows`` rows, on ``n_threads`` threads (BLAS on one each)."""
     starts = range(0, n_rows, block_rows)
     n_threads = min(n_threads or default_kernel_threads(), len(starts))
