@@ -28,6 +28,7 @@ from scipy.stats import beta as beta_distribution
 
 from ..cache import zeros_on_huge_pages
 from ..kernels import kernel_block, kernel_product, run_row_blocks
+from .active_face import solve_with_newton
 from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
@@ -519,9 +520,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             inner_tol = max(inner_tol, options.inner_gap_ratio * outer_rel_gap)
         n = core.size
         time_left = max(options.max_time - (fit_clock() - start), 0.0)
-        steps, inner_gap = inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule,
-                                       float(options.gmdm_k), float(options.eta), inner_tol, budget, time_left,
-                                       duality_gap_weights(core.inv_c, float(options.tol), lam))
+        steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left)
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]
@@ -619,6 +618,28 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     # The Gram may be float32: recompute ||w||^2 (which sets the model's scale) in float64.
     n2 = float(alpha @ exact_gradient(problem, support, alpha))
     return support, alpha, total_steps, gap, scale, status, n2, rounds
+
+
+def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
+                time_left: float) -> tuple[int, float]:
+    """Solve the core set to ``tol``: pairwise steps (:func:`inner_solve`), and for the L2-SVM (``lam = 0``)
+    Newton steps on the active face where their rate is slow
+    (:func:`~coresvm.solvers.active_face.solve_with_newton`)."""
+    gap_weights = duality_gap_weights(core.inv_c, float(options.tol), lam)
+
+    def pairwise_solve(tol_: float, max_steps_: int, time_left_: float) -> tuple[int, float]:
+        return inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule, float(options.gmdm_k),
+                           float(options.eta), tol_, max_steps_, time_left_, gap_weights)
+
+    if lam != 0.0:
+        return pairwise_solve(tol, max_steps, time_left)
+    inv_c = core.inv_c[:n]
+
+    def relative_gap(alpha: np.ndarray, G: np.ndarray) -> float:
+        return l2svm_duality_gap(alpha, G, inv_c, n) / max(2.0 * float(alpha @ G), 1e-300)
+
+    return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
+                             relative_gap)
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:
