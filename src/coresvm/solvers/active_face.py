@@ -29,8 +29,9 @@ NEWTON_MAX_FACE = 8192
 # factorization costs more than the pairwise steps that settle the few clipped weights.
 NEWTON_MAX_DROPS = 4
 FEW_DROPS_FACE = 1500
-# float64 refinement steps of the float32 factorization's solution.
+# float64 refinement steps of the float32 factorization's solution, and the relative residual it must reach.
 REFINEMENTS = 3
+FACE_RESIDUAL = 1e-3
 # Rough costs in nanoseconds, to compare the two ways to the tolerance: one Gram entry touched by a
 # pairwise step (two rows read, the gradient written), and one flop of a float32 Cholesky factorization on one
 # thread.
@@ -54,30 +55,55 @@ def gram_face_product(gram, n_w, face, weights):
     return out
 
 
-def solve_face_system(Q_face: np.ndarray) -> np.ndarray | None:
-    """``Q_face^{-1} 1``: a float32 Cholesky factorization refined in float64 (Langou et al. 2006), or a float64
-    one when float32 does not factorize or refine; None when ``Q_face`` is not numerically positive definite.
+@njit(cache=True, nogil=True)
+def residual_of_ones(Q_face, x):
+    """``1 - Q_face x``, accumulated in float64 from a float32 or float64 matrix (no float64 copy of it)."""
+    out = np.empty(x.shape[0])
+    for t in range(x.shape[0]):
+        row = Q_face[t]
+        total = 0.0
+        for k in range(x.shape[0]):
+            total += row[k] * x[k]
+        out[t] = 1.0 - total
+    return out
 
-    On one thread: when the cores are busy (other processes, parallel fits), OpenBLAS's waiting threads made a
-    400-point factorization take 0.9 s instead of 13 ms, and a 2,160-point one 10 s.
+
+def solve_face_system(Q_face: np.ndarray) -> np.ndarray | None:
+    """``Q_face^{-1} 1``; None when ``Q_face`` is not numerically positive definite.
+
+    A float32 ``Q_face`` (the core set's float32 Gram) is factorized in float32 and the solution refined in
+    float64 against the same matrix (Langou et al. 2006), which needs no float64 copy of it; a float64
+    factorization is the fallback when that fails, and the only one for a float64 ``Q_face``.  On one thread:
+    when the cores are busy (other processes, parallel fits), OpenBLAS's waiting threads made a 400-point
+    factorization take 0.9 s instead of 13 ms, and a 2,160-point one 10 s.
     """
     ones = np.ones(Q_face.shape[0])
     with single_threaded_blas():
-        try:
-            factor = cho_factor(Q_face.astype(np.float32), lower=True, overwrite_a=True, check_finite=False)
-            x = cho_solve(factor, ones, check_finite=False).astype(np.float64)
-            for _ in range(REFINEMENTS):
-                residual = ones - Q_face @ x
-                x += cho_solve(factor, residual, check_finite=False)
-            if np.linalg.norm(ones - Q_face @ x) <= 1e-6 * np.sqrt(len(ones)):
+        if Q_face.dtype == np.float32:
+            x = _refined_float32_solve(Q_face, ones)
+            if x is not None:
                 return x
-        except LinAlgError:
-            pass
         try:
-            factor = cho_factor(Q_face, lower=True, overwrite_a=True, check_finite=False)
+            factor = cho_factor(Q_face.astype(np.float64), lower=True, overwrite_a=True, check_finite=False)
         except LinAlgError:
             return None
         return cho_solve(factor, ones, check_finite=False)
+
+
+def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray) -> np.ndarray | None:
+    """``Q_face^{-1} 1`` from a float32 factorization: corrections solved in float32, residuals in float64."""
+    try:
+        factor = cho_factor(Q_face, lower=True, check_finite=False)
+    except LinAlgError:
+        return None
+    x = np.zeros(len(ones))
+    for _ in range(REFINEMENTS + 1):
+        x += cho_solve(factor, residual_of_ones(Q_face, x).astype(np.float32), check_finite=False)
+    # The face minimum is a start for the pairwise steps, judged by its duality gap: a relative residual of 1e-3
+    # is plenty.  Beyond that, float32 cannot hold the system (condition number ~1 / float32 epsilon).
+    if np.linalg.norm(residual_of_ones(Q_face, x)) <= FACE_RESIDUAL * np.sqrt(len(ones)):
+        return x
+    return None
 
 
 def face_minimum(gram, alpha, n_w: int) -> tuple[np.ndarray, np.ndarray, bool] | None:
@@ -93,7 +119,7 @@ def face_minimum(gram, alpha, n_w: int) -> tuple[np.ndarray, np.ndarray, bool] |
         return None
     drops = NEWTON_MAX_DROPS if len(face) <= FEW_DROPS_FACE else 1
     for attempt in range(drops + 1):
-        x = solve_face_system(gram[np.ix_(face, face)].astype(np.float64))
+        x = solve_face_system(gram[np.ix_(face, face)])
         if x is None or not x.sum() > 0.0:
             return None
         weights = x / x.sum()
