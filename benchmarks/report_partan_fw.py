@@ -65,12 +65,18 @@ def split_method(method: str) -> tuple[str, str | None]:
     return solver, rule or None
 
 
-def fit_one(coresvm, data, method: str, C: float, tol: float, max_time: float) -> dict:
+def fit_one(coresvm, data, method: str, C: float, tol: float, max_time: float, search: str = "full",
+            sample_size: int = 194, seed: int = 0) -> dict:
+    """Fit one method on ``data`` and report its time, iterations, status, SVs and test accuracy.
+
+    ``search='random'`` is the randomized vertex search of Frandi et al. (2015, sec. 3.2, Table 4).
+    """
     solver, rule = split_method(method)
-    search = "auto" if solver in ("cvm", "coreset") else "full"
+    if solver in ("cvm", "coreset"):
+        search = "auto"
     model = coresvm.CoreSVC(
-        C=C, gamma=data.gamma, solver=solver, search=search, tol=tol, max_time=max_time, random_state=0,
-        selection=rule,
+        C=C, gamma=data.gamma, solver=solver, search=search, sample_size=sample_size, tol=tol, max_time=max_time,
+        random_state=seed, selection=rule,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
