@@ -1237,9 +1237,10 @@ def render_report(folder: Path, meta: dict, out: Path | None = None) -> str:
         "- **Wall times are indicative**: the machine (2 cores) was shared with other jobs, so seconds vary by tens "
         "of percent between runs and capped fits (status `max_time`) stop at different points. Iteration counts, "
         "accuracies, #SV and set sizes are exact for the given seeds.",
-        "- Our `tol` is the relative duality gap; the papers' `eps` are on other scales (the FW/CVM runs of seed "
-        "000 use the paper's own ball test, `stopping='meb'`). Sizes are far below the papers' where stated; "
-        "the papers' data sets that are not in `shared/datasets` are replaced by subsamples of shared ones.",
+        "- Our `tol` is the relative duality gap; the papers' `eps` are on other scales (the FW/CVM runs of "
+        "Frandi et al. 2013 use the paper's own ball test, `stopping='meb'`). Sizes are far below the papers' "
+        "where stated; the papers' data sets that are not in `shared/datasets` are replaced by subsamples of "
+        "shared ones.",
         "",
         "## Claims and verdicts",
         "",
