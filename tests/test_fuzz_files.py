@@ -160,7 +160,7 @@ def test_model_file_cannot_name_code_to_run(tmp_path, model_files, no_pickle, es
 def test_model_file_dataclass_tag_only_builds_coresvm_dataclasses(tmp_path, no_pickle):
     """Format version 1 tagged dataclasses (the kernel, the joint model); version 2 has no such tag."""
     version_1 = (Path(__file__).parent / "data" / "v1_binary_dense.csvm").read_bytes()
-    for target, match in [("os:system", "not part of coresvm"), ("coresvm.svc:warnings", "not a dataclass"),
+    for target, match in [("os:system", "not part of coresvm"), ("coresvm.svc:np", "not a dataclass"),
                           ("coresvm.kernels:resolve_gamma", "not a dataclass")]:
         def edit(metadata, target=target):
             metadata["attributes"]["_kernel_spec"] = {"__dataclass__": target, "fields": {}}
