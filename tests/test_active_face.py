@@ -70,7 +70,8 @@ def test_newton_step_never_raises_the_duality_gap_and_restores_a_rejected_iterat
         alpha /= alpha.sum()
         G = Q.astype(np.float64) @ alpha
         before, saved = gap_of(alpha, G), (alpha.copy(), G.copy())
-        kept, _ = newton_step(Q, alpha, G, 120, gap_of, lambda: 0)
+        kept, _, gap_kept = newton_step(Q, alpha, G, 120, gap_of, lambda: 0, before)
+        assert gap_kept == gap_of(alpha, G)
         if kept:
             assert gap_of(alpha, G) < before
             assert alpha.min() >= 0.0 and alpha.sum() == pytest.approx(1.0)

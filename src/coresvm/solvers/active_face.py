@@ -132,26 +132,26 @@ def face_minimum(gram, alpha, n_w: int) -> tuple[np.ndarray, np.ndarray, bool] |
     return None
 
 
-def newton_step(gram, alpha, G, n_w: int, gap_of, polish) -> tuple[bool, int]:
+def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float) -> tuple[bool, int, float]:
     """Move ``alpha[:n_w]`` and ``G[:n_w]`` to the face minimum, followed by ``polish() -> steps`` pairwise steps
     (which bring back the points outside the face that violate), and keep the result when its duality gap
-    ``gap_of(alpha, G)`` is below the gap before; else restore the previous iterate.  Returns (kept, polish
-    steps).  The face may be too small (a support point dropped with the others, or not yet in it): then its
-    minimum alone has a larger gap than the iterate, yet it is the better start."""
+    ``gap_of(alpha, G)`` is below ``gap_now``, the iterate's; else restore the iterate.  Returns (kept, polish
+    steps, the gap of the iterate kept).  The face may be too small (a support point dropped with the others, or
+    not yet in it): then its minimum alone has a larger gap than the iterate, yet it is the better start."""
     found = face_minimum(gram, alpha, n_w)
     if found is None:
-        return False, 0
+        return False, 0, gap_now
     face, weights, _ = found
-    gap_now = gap_of(alpha[:n_w], G[:n_w])
     saved = alpha[:n_w].copy(), G[:n_w].copy()
     alpha[:n_w] = 0.0
     alpha[face] = weights
     G[:n_w] = gram_face_product(gram, n_w, face, weights)
     steps = polish()
-    if gap_of(alpha[:n_w], G[:n_w]) < gap_now:
-        return True, steps
+    gap_new = gap_of(alpha[:n_w], G[:n_w])
+    if gap_new < gap_now:
+        return True, steps, gap_new
     alpha[:n_w], G[:n_w] = saved
-    return False, steps
+    return False, steps, gap_now
 
 
 def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after: float, tol: float) -> bool:
@@ -187,10 +187,8 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
             def polish(quota: int = min(chunk, max_steps - steps_done)) -> int:
                 return pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))[0]
 
-            kept, polish_steps = newton_step(gram, alpha, G, n_w, gap_of, polish)
+            kept, polish_steps, gap_after = newton_step(gram, alpha, G, n_w, gap_of, polish, gap_after)
             steps_done += polish_steps
-            if kept:
-                gap_after = gap_of(alpha[:n_w], G[:n_w])
-            else:
+            if not kept:
                 chunk *= 2  # the face did not help yet: try again after more pairwise steps
         gap_before = gap_after

@@ -27,7 +27,7 @@ from numba import njit
 from scipy.stats import beta as beta_distribution
 
 from ..cache import zeros_on_huge_pages
-from ..kernels import kernel_block, kernel_product, run_row_blocks
+from ..kernels import kernel_block, kernel_product, product_block_rows, run_row_blocks
 from .active_face import solve_with_newton
 from .clock import fit_clock, now
 from .engine import (
@@ -364,13 +364,9 @@ def compact_gram_in_place(gram, keep):
             target[b] = source[keep[b]]
 
 
-def _extended_block(problem, rows_a, rows_b, precision: type = np.float64, X_b=None, norms_b=None) -> np.ndarray:
-    """``Q[rows_a][:, rows_b]`` without the ``1/C`` diagonal (rows_a and rows_b are disjoint), in ``precision``.
-
-    ``X_b`` and ``norms_b``: ``problem.X[rows_b]`` and its squared norms, when the caller already gathered them.
-    """
-    X_b = problem.X[rows_b] if X_b is None else X_b
-    norms_b = problem.norms_of(rows_b) if norms_b is None else norms_b
+def _extended_block(problem, rows_a, rows_b, X_b, norms_b, precision: type) -> np.ndarray:
+    """``Q[rows_a][:, rows_b]`` without the ``1/C`` diagonal (rows_a and rows_b are disjoint), in ``precision``;
+    ``X_b`` and ``norms_b`` are ``problem.X[rows_b]`` and its squared norms, gathered once by the caller."""
     K = kernel_block(problem.X[rows_a], X_b, problem.kernel, problem.norms_of(rows_a), norms_b, precision)
     K += problem.bias_term
     if problem.is_joint:
@@ -381,23 +377,19 @@ def _extended_block(problem, rows_a, rows_b, precision: type = np.float64, X_b=N
     return K
 
 
-# Kernel values per block of new Gram rows: the block's temporaries stay in cache and in the allocator's reused
-# memory (a whole k x n block of float64 temporaries at once faulted in fresh pages on every growth).
-GROW_BLOCK_VALUES = 2**19
-
-
 def _add_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> None:
     """Append ``new_points`` to the core set: their Gram rows (and, by symmetry, columns) in row blocks."""
     n, k = core.size, len(new_points)
     columns = np.concatenate([core.points[:n], new_points])
     X_columns, norms_columns = problem.X[columns], problem.norms_of(columns)
     new_diag = problem.diag_of(new_points)
-    rows = max(1, GROW_BLOCK_VALUES // len(columns))
+    # Cache-sized blocks: a whole k x n float64 block at once faulted in fresh pages on every growth.
+    rows = product_block_rows(len(columns))
 
     def one_block(start: int) -> None:
         stop = min(start + rows, k)
-        block = _extended_block(problem, new_points[start:stop], columns, core.gram.dtype.type, X_columns,
-                                norms_columns)
+        block = _extended_block(problem, new_points[start:stop], columns, X_columns, norms_columns,
+                                core.gram.dtype.type)
         block[np.arange(stop - start), n + np.arange(start, stop)] = new_diag[start:stop]
         core.gram[n + start : n + stop, : n + k] = block
         core.gram[:n, n + start : n + stop] = block[:, :n].T
