@@ -247,6 +247,38 @@ class OneVsOneLayout:
         return slots[:, 0].copy(), slots[:, 1].copy()
 
 
+
+def one_vs_rest_scores(decisions: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per-class scores from one-vs-one decisions: votes, with ties broken by the summed confidences.
+
+    LIBSVM's and scikit-learn's ``decision_function_shape='ovr'`` convention.  Pair ``(a, b)`` (in
+    :meth:`OneVsOneLayout.pairs` order) with decision ``d`` gives a vote to ``a`` unless ``d < 0`` (then
+    to ``b``), and adds ``d`` to ``a``'s confidence and ``-d`` to ``b``'s.  A class's score is its votes
+    plus its confidence ``s`` squashed to ``s / (3 (|s| + 1))``, inside (-1/3, 1/3): it orders classes
+    with equal votes and never overturns a difference of one vote.
+
+    Parameters
+    ----------
+    decisions : ndarray of shape (n_samples, n_classes * (n_classes - 1) / 2)
+        The pairwise decision values, pair ``(a, b)`` positive for class ``a``.
+    n_classes : int
+        Number of classes.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    votes = np.zeros((decisions.shape[0], n_classes))
+    confidence = np.zeros((decisions.shape[0], n_classes))
+    # Pair by pair, in order: each class's confidence is summed in the same order as scikit-learn's.
+    for p, (a, b) in enumerate(OneVsOneLayout.pairs(n_classes)):
+        loses = decisions[:, p] < 0
+        confidence[:, a] += decisions[:, p]
+        confidence[:, b] -= decisions[:, p]
+        votes[:, a] += ~loses
+        votes[:, b] += loses
+    return votes + confidence / (3 * (np.abs(confidence) + 1))
+
 @njit(cache=True)
 def _max_wins(decisions, n_classes):
     """:meth:`OneVsOneLayout.vote`: a vote for ``a`` where pair ``(a, b)``'s decision is positive, else for ``b``;

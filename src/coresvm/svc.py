@@ -10,7 +10,6 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
-from sklearn.multiclass import _ovr_decision_function
 from sklearn.utils import check_random_state
 
 from ._validation import (
@@ -38,6 +37,7 @@ from .multiclass import (
     n_problems,
     one_vs_one_problems,
     one_vs_rest_problems,
+    one_vs_rest_scores,
 )
 from .parallel import ProblemQueue, TimeBudget, contiguous_chunks, run_in_threads, work_through_queue
 from .problem import SimplexProblem, kkt_bias, take_rows
@@ -877,7 +877,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         if self._is_one_vs_rest:
             return decisions
         if self.decision_function_shape == "ovr":
-            return _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
+            return one_vs_rest_scores(decisions, len(self.classes_))
         return decisions
 
     def predict(self, X) -> np.ndarray:
@@ -893,7 +893,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         if self.break_ties and self.decision_function_shape == "ovr":
-            scores = _ovr_decision_function(decisions < 0, -decisions, len(self.classes_))
+            scores = one_vs_rest_scores(decisions, len(self.classes_))
             return self.classes_[np.argmax(scores, axis=1)]
         return self.classes_[OneVsOneLayout.vote(decisions, len(self.classes_))]
 
