@@ -25,6 +25,14 @@ def check_positive(name: str, value, allow_none: bool = False, allow_inf: bool =
         raise ValueError(f"{name} must be > 0; got {value!r}")
 
 
+def check_integer(name: str, value, least: int = 1, allow_none: bool = False) -> None:
+    """``value`` is an integer (not a bool) >= ``least``, or None where ``allow_none``."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{name} must be {'None or ' if allow_none else ''}an integer >= {least}; got {value!r}")
+
+
 def check_choice(name: str, value, choices) -> None:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}; got {value!r}")
@@ -36,8 +44,7 @@ def check_kernel_params(kernel, gamma, degree, coef0) -> None:
         check_choice("gamma", gamma, GAMMA_RULES)
     else:
         check_positive("gamma", gamma)
-    if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
-        raise ValueError(f"degree must be an integer >= 1; got {degree!r}")
+    check_integer("degree", degree)
     if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
         raise ValueError(f"coef0 must be a finite number; got {coef0!r}")
 

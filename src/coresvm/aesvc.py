@@ -14,6 +14,7 @@ from sklearn.svm import SVC
 from . import aesvm
 from ._validation import (
     check_choice,
+    check_integer,
     check_kernel_range,
     check_positive,
     class_weight_per_sample,
@@ -225,10 +226,8 @@ class AESVC(ClassifierMixin, CoreEstimatorBase):
             np.isfinite(self.epsilon) and self.epsilon >= 0
         ):
             raise ValueError(f"epsilon must be a finite number >= 0; got {self.epsilon!r}")
-        for name in ("P", "V"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+        check_integer("P", self.P)
+        check_integer("V", self.V)
         if self.V > self.P:
             raise ValueError(f"V must be <= P; got P={self.P!r}, V={self.V!r}")
         check_choice("segmentation", self.segmentation, aesvm.SEGMENTATIONS)
@@ -256,15 +255,9 @@ class AESVC(ClassifierMixin, CoreEstimatorBase):
         self._check_params()
         X, y = self._validated_training_data(X, y)
         sample_weight = check_sample_weight(sample_weight, X)
-        rows = np.flatnonzero(sample_weight > 0)
-        if len(rows) == 0:
-            raise ValueError("sample_weight is zero for every sample; nothing to train on")
+        rows = np.flatnonzero(sample_weight > 0)  # not empty: check_sample_weight rejects all-zero weights
         classes, y_index = np.unique(y, return_inverse=True)
-        if len(np.unique(y_index[rows])) < 2:
-            raise ValueError(
-                "The training data must contain samples of at least 2 classes; got only one class "
-                f"({classes[y_index[rows]][0]!r})"
-            )
+        self._check_two_classes(classes, y_index[rows])
         # DeriveRS and SVC read the data at random: a memory-mapped X is read into memory once
         X_kept = read_rows(X, rows) if is_memory_mapped(X) or len(rows) < X.shape[0] else X
         self._set_kernel(resolve_gamma(self.gamma, X_kept))

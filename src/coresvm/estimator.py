@@ -30,6 +30,7 @@ from ._validation import (
     canonical_csr,
     check_class_labels,
     check_finite_input,
+    check_integer,
     check_kernel_params,
     check_positive,
     prepare_fit_matrix,
@@ -41,24 +42,10 @@ from .kernels import KernelSpec, product_block_rows
 DEFAULT_MAX_ITER = 10_000_000  # max_iter=None
 
 
-def check_iteration_cap(max_iter) -> None:
-    """``max_iter`` is None or an integer >= 1."""
-    if max_iter is not None and (
-        isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1
-    ):
-        raise ValueError(f"max_iter must be None or an integer >= 1; got {max_iter!r}")
-
-
 def check_cache_size(cache_size, allow_auto: bool) -> None:
     """``cache_size`` is a positive number of MB (or 'auto' where ``allow_auto``)."""
     if not (allow_auto and isinstance(cache_size, str) and cache_size == "auto"):
         check_positive("cache_size", cache_size)
-
-
-def check_n_init(n_init, least: int) -> None:
-    """``n_init`` is an integer >= ``least``."""
-    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < least:
-        raise ValueError(f"n_init must be an integer >= {least}; got {n_init!r}")
 
 
 def check_sample_weight(sample_weight, X) -> np.ndarray:
@@ -135,12 +122,12 @@ class CoreEstimatorBase(BaseEstimator):
         check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0)
         check_positive("tol", self.tol)
         if self.checks_iteration_cap and "max_iter" in params:
-            check_iteration_cap(self.max_iter)
+            check_integer("max_iter", self.max_iter, allow_none=True)
         if "max_time" in params:
             check_positive("max_time", self.max_time, allow_none=True, allow_inf=True)
         check_cache_size(self.cache_size, self.cache_size_auto)
         if "n_init" in params:
-            check_n_init(self.n_init, self.least_n_init)
+            check_integer("n_init", self.n_init, self.least_n_init)
 
     @property
     def max_iterations(self) -> int:
@@ -176,6 +163,13 @@ class CoreEstimatorBase(BaseEstimator):
         if labelled:
             check_class_labels(y)
         return X, y
+
+    @staticmethod
+    def _check_two_classes(classes: np.ndarray, kept_classes: np.ndarray) -> None:
+        """A classifier needs two classes among the rows it trains on (``kept_classes``: their class indices)."""
+        if np.count_nonzero(np.bincount(kept_classes, minlength=len(classes))) < 2:
+            raise ValueError("The training data must contain samples of at least 2 classes; got only one class "
+                             f"({classes[kept_classes][0]!r})")
 
     def _validated_prediction_data(self, X):
         """A fitted model's prediction data, checked against the training data's features: dense or CSR

@@ -277,9 +277,7 @@ class CoreOneClassSVM(OutlierMixin, CoreEstimatorBase):
         self._check_params()
         X, _ = self._validated_training_data(X, labelled=False)
         sample_weight = check_sample_weight(sample_weight, X)
-        keep = np.flatnonzero(sample_weight > 0)
-        if len(keep) == 0:
-            raise ValueError("sample_weight is zero for every sample; nothing to train on")
+        keep = np.flatnonzero(sample_weight > 0)  # not empty: check_sample_weight rejects all-zero weights
         X_kept = X if len(keep) == X.shape[0] else X[keep]
         weights = sample_weight[keep]
 

@@ -13,9 +13,9 @@ from .data_files import read_data
 from .errors import UsageError
 from .fitting import check_folds, kfold, report_warnings, stratified_folds
 from .grid import format_gamma, grid_size, parameter_grid, run_search
-from .options import DEFAULT_FOLDS, EPILOG_SHARED_LETTERS, add_cv_options, add_svm_options
+from .options import EPILOG_SHARED_LETTERS, add_cv_options, add_svm_options, fold_count
 from .progress import Progress
-from .settings import data_path, gamma_value, make_estimator, resolve
+from .settings import data_path, make_estimator, resolve, set_single_point
 
 EPILOG = """\
 examples
@@ -44,16 +44,12 @@ def run(args: argparse.Namespace) -> int:
     """Print each fold's accuracy and the mean; with a range and ``-o K``, nested CV."""
     settings = resolve(args, "cv")
     path = data_path(args)
-    folds = args.v_folds or args.inner_folds or DEFAULT_FOLDS
+    folds = fold_count(args)
     has_range = any(v is not None for v in (args.c_high, args.gamma_high, args.log2c, args.log2g))
     if not has_range:
         if args.outer_folds > 1:
             raise UsageError("nested CV (-o > 1) needs a C or gamma range (-C, -G, --log2c or --log2g) to select from")
-        if args.c_low is not None:
-            settings.params["C"] = args.c_low
-        gamma = gamma_value(args.gamma_low)
-        if gamma is not None:
-            settings.params["gamma"] = gamma
+        set_single_point(args, settings)
         X, y = read_data(path, settings.matrix_type)
         start = time.perf_counter()
         scores = kfold(settings, X, y, folds, args.seed, args.quiet, args.jobs, "coresvm cv")

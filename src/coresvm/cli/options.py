@@ -114,6 +114,11 @@ def add_svm_options(parser: argparse.ArgumentParser, ranges: bool) -> None:
     data.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (and no progress bar)")
 
 
+def fold_count(args: argparse.Namespace) -> int:
+    """Folds of the (inner) k-fold CV: -v or -i, else the default."""
+    return args.v_folds or args.inner_folds or DEFAULT_FOLDS
+
+
 def add_cv_options(parser: argparse.ArgumentParser, select: bool) -> None:
     """The cross-validation and model-selection options (``select``: without cv's outer folds)."""
     cv = parser.add_argument_group("cross-validation and model selection")

@@ -11,7 +11,7 @@ import numpy as np
 from .data_files import read_data_indexed
 from .fitting import check_folds, fit_with_progress, keep_index_base, report_warnings
 from .grid import format_gamma, grid_size, parameter_grid, run_search, search_class
-from .options import DEFAULT_FOLDS, EPILOG_SHARED_LETTERS, add_cv_options, add_svm_options
+from .options import EPILOG_SHARED_LETTERS, add_cv_options, add_svm_options, fold_count
 from .progress import Progress
 from .settings import data_path, make_estimator, resolve
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = resolve(args, "select")
     path = data_path(args)
-    folds = args.v_folds or args.inner_folds or DEFAULT_FOLDS
+    folds = fold_count(args)
     grid = parameter_grid(args, settings)
     search_class(settings.search)  # a usage error before the data are read
     X, y, base = read_data_indexed(path, settings.matrix_type)

@@ -209,6 +209,15 @@ def gamma_value(text: str | None):
     return value
 
 
+def set_single_point(args: argparse.Namespace, settings: Settings) -> None:
+    """-c and -g, when given, as the estimator's C and gamma (the commands that fit one point)."""
+    if args.c_low is not None:
+        settings.params["C"] = args.c_low
+    gamma = gamma_value(args.gamma_low)
+    if gamma is not None:
+        settings.params["gamma"] = gamma
+
+
 def class_weight(items: list[str], y: np.ndarray):
     """--class-weight LABEL=W items as CoreSVC's class_weight, with labels matched to the data's."""
     if not items:

@@ -11,7 +11,7 @@ import numpy as np
 from .data_files import read_data_indexed
 from .fitting import fit_with_progress, keep_index_base, kfold
 from .options import EPILOG_SHARED_LETTERS, add_svm_options
-from .settings import data_path, gamma_value, make_estimator, resolve
+from .settings import data_path, make_estimator, resolve, set_single_point
 
 EPILOG = """\
 examples
@@ -50,11 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import model_io
 
     settings = resolve(args, "train")
-    if args.c_low is not None:
-        settings.params["C"] = args.c_low
-    gamma = gamma_value(args.gamma_low)
-    if gamma is not None:
-        settings.params["gamma"] = gamma
+    set_single_point(args, settings)
     path = data_path(args)
     model_path = args.model or f"{Path(path).name}.model"
     X, y, base = read_data_indexed(path, settings.matrix_type)

@@ -237,7 +237,7 @@ def move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, or
     for point in points:
         p = position[point]
         if p != n_w:
-            _swap_positions(p, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position)
+            swap_positions(p, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position)
             swapped_p[n_swaps] = p
             swapped_q[n_swaps] = n_w
             n_swaps += 1
@@ -247,7 +247,7 @@ def move_batch_to_front(points, n_w, X, norms, labels, inv_c, diag, alpha, G, or
 
 
 @njit(cache=True, nogil=True)
-def _swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position):
+def swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position):
     """Exchange the points at working-order positions ``p`` and ``q`` in every per-point array."""
     for a in range(X.shape[1]):
         X[p, a], X[q, a] = X[q, a], X[p, a]
@@ -304,7 +304,7 @@ def _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, ord
         if front >= back:
             break
         p, q = front, back
-        _swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position)
+        swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position)
         rows[p, :] = rows[q, :]
         if keep_dots:
             new_dots[p, :] = new_dots[q, :]

@@ -47,6 +47,7 @@ from .dense import (
     move_batch_to_front,
     refresh_gradient,
     solve_round,
+    swap_positions,
     worst_outside,
 )
 from .driver import SolverOptions, SolverResult, run_engine, solver_result
@@ -118,19 +119,13 @@ def _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, d
 
 
 @njit(cache=True, nogil=True)
-def _swap_positions(p, q, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
+def _swap_with_rows(p, q, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
     """Exchange working-set positions ``p`` and ``q`` (both ``< n_w``): data, rows and the rows' columns."""
-    for a in range(X.shape[1]):
-        X[p, a], X[q, a] = X[q, a], X[p, a]
-    for values in (norms, labels, inv_c, diag, alpha, G):
-        values[p], values[q] = values[q], values[p]
+    swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position)
     for r in range(rows.shape[1]):
         rows[p, r], rows[q, r] = rows[q, r], rows[p, r]
     for t in range(n_w):
         rows[t, p], rows[t, q] = rows[t, q], rows[t, p]
-    point_p, point_q = order[p], order[q]
-    order[p], order[q] = point_q, point_p
-    position[point_p], position[point_q] = q, p
 
 
 @njit(cache=True, nogil=True)
@@ -148,7 +143,7 @@ def _drop_inactive(n_w, X, norms, labels, inv_c, diag, alpha, G, order, position
             back -= 1
         if front >= back:
             break
-        _swap_positions(front, back, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
+        _swap_with_rows(front, back, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
     return front
 
 
