@@ -69,7 +69,7 @@ CORESVC_BAD_PARAMS = [
     ({"eta": np.nan}, r"eta \(over-relaxation\) must be in \[1, 2\); got nan"),
     ({"tol": -1e-3}, "tol must be > 0; got -0.001"),
     ({"tol": np.nan}, "tol must be > 0; got nan"),
-    ({"sample_size": -3}, "sample_size must be >= 1; got -3"),
+    ({"sample_size": -3}, "sample_size must be an integer >= 1; got -3"),
     ({"sample_size": 2.5}, "sample_size must be an integer >= 1; got 2.5"),
     ({"sample_size": True}, "sample_size must be an integer >= 1; got True"),
     ({"kernel": None}, "kernel must be one of .*; got None"),

@@ -378,3 +378,12 @@ def test_usps_subset_one_model_with_per_class_scores():
     assert len(model.solver_info_) == 1 and model.fit_status_ == 0
     np.testing.assert_array_equal(model.predict(test[:, 1:]), model.classes_[np.argmax(scores, axis=1)])
     assert model.score(test[:, 1:], test[:, 0]) > 0.87
+
+
+@pytest.mark.parametrize("multiclass, others", [("joint", "solver='coreset' with weights"),
+                                                ("ovo", "solver='mnsvm' or 'coreset' with weights")])
+def test_a_minimum_enclosing_ball_solver_rejects_varying_C_naming_the_solvers_that_take_it(multiclass, others):
+    X, y = make_blobs(n_samples=60, centers=3, random_state=0)
+    with pytest.raises(ValueError, match=f"solver='sphere' solves a minimum enclosing ball.*Use {others}"):
+        CoreSVC(solver="sphere", multiclass=multiclass).fit(X, y, sample_weight=np.linspace(1, 2, 60))
+    CoreSVC(solver="sphere", multiclass=multiclass).fit(X, y)  # one C: fine

@@ -165,7 +165,7 @@ BAD_PARAMS = [
     ({"kernel": "laplace"}, "kernel must be one of"),
     ({"tol": 0}, "tol must be > 0"),
     ({"eta": 2.0}, "eta"),
-    ({"sample_size": 0}, "sample_size must be >= 1"),
+    ({"sample_size": 0}, "sample_size must be an integer >= 1; got 0"),
     ({"search": "greedy"}, "search must be one of"),
     ({"max_time": -1}, "max_time must be > 0"),
 ]

@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from .kernels import KernelSpec, kernel_map, kernel_product
 from .problem import take_rows
 
 ROW_BLOCK = 2**20  # rows per block when building index lists (bounds the int64 temporaries)
@@ -278,6 +279,55 @@ def one_vs_rest_scores(decisions: np.ndarray, n_classes: int) -> np.ndarray:
         votes[:, a] += ~loses
         votes[:, b] += loses
     return votes + confidence / (3 * (np.abs(confidence) + 1))
+
+
+def kernel_decisions(X, support_vectors, kernel: KernelSpec, pair_coef: np.ndarray, sv_norms: np.ndarray,
+                     n_classes: int, n_support: np.ndarray | None = None) -> np.ndarray:
+    """``k(X, SVs) @ pair_coef``: every sub-problem's decision value, without the intercepts.
+
+    With ``n_support`` (one-vs-one, more than two classes, the SVs grouped by class as LIBSVM's layout has
+    them): class by class, only the ``n_classes - 1`` pairs a class belongs to (its SVs' coefficients elsewhere
+    are zero; LIBSVM sums the same way), about ``n_classes / 2`` times fewer multiply-adds than the whole
+    matrix (letter: 25 of 325 pairs per SV).  Otherwise the whole product.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    support_vectors : ndarray or CSR matrix of shape (n_SV, n_features)
+    kernel : KernelSpec
+    pair_coef : ndarray of shape (n_SV, n_problems)
+        Column p: sub-problem p's coefficients.
+    sv_norms : ndarray of shape (n_SV,)
+        Squared norms of the support vectors.
+    n_classes : int
+    n_support : ndarray of shape (n_classes,) or None
+        SVs per class; None for a one-vs-rest layout.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_problems)
+    """
+    grouped = n_support is not None and int(np.sum(n_support)) == pair_coef.shape[0]
+    if n_classes == 2 or not grouped:
+        return kernel_product(X, support_vectors, kernel, pair_coef, norms_b=sv_norms)
+    bounds = np.concatenate(([0], np.cumsum(n_support)))
+    columns = OneVsOneLayout.class_pairs(n_classes)
+    members = [slice(bounds[c], bounds[c + 1]) for c in range(n_classes)]
+    class_coef = [pair_coef[members[c], columns[c]] for c in range(n_classes)]
+    positive_slots, negative_slots = OneVsOneLayout.pair_share_slots(n_classes)
+
+    def pair_decisions(kernel_values: np.ndarray) -> np.ndarray:
+        # Each class's share of its pairs' decisions, side by side; each pair then adds its two classes'
+        # shares (two gathers, instead of a scattered add per class: 30% of letter's predict time).
+        shares = np.empty((kernel_values.shape[0], n_classes, n_classes - 1))
+        for c in range(n_classes):
+            np.matmul(kernel_values[:, members[c]], class_coef[c], out=shares[:, c, :])
+        shares = shares.reshape(kernel_values.shape[0], -1)
+        decisions = shares[:, positive_slots]
+        decisions += shares[:, negative_slots]
+        return decisions
+
+    return kernel_map(X, support_vectors, kernel, pair_decisions, pair_coef.shape[1], norms_b=sv_norms)
 
 @njit(cache=True)
 def _max_wins(decisions, n_classes):

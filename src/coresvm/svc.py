@@ -14,17 +14,13 @@ from sklearn.utils import check_random_state
 
 from ._validation import (
     check_kernel_range,
-    class_weight_per_sample,
     encode_labels,
     unfitted_on_failure,
 )
-from .cache import cache_budgets
 from .data import is_memory_mapped, read_rows
-from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
+from .estimator import CoreEstimatorBase, check_sample_weight
 from .joint import fit_joint
 from .kernels import (
-    kernel_map,
-    kernel_product,
     resolve_gamma,
     single_threaded_blas,
     squared_norms,
@@ -34,6 +30,7 @@ from .multiclass import (
     OneVsOneLayout,
     OneVsRestLayout,
     SubProblem,
+    kernel_decisions,
     n_problems,
     one_vs_one_problems,
     one_vs_rest_problems,
@@ -41,10 +38,7 @@ from .multiclass import (
 )
 from .parallel import ProblemQueue, TimeBudget, contiguous_chunks, run_in_threads, work_through_queue
 from .problem import SimplexProblem, kkt_bias, take_rows
-from .solvers.core_set import core_set_capacity
 from .solvers.dense import (
-    NO_DOT_ROWS,
-    NO_KERNEL_ROWS,
     fits_dense,
     run_dense_rows,
     run_many_dense_rows,
@@ -67,13 +61,11 @@ from .svc_warm import (  # noqa: F401 -- HEAVY_START_*: readable as coresvm.svc.
     HEAVY_START_C_RATIO,
     HEAVY_START_MIN_POINTS,
     WarmStartMixin,
-    holds_kernel_values,
 )
 from .warm_start import (
     KeptInnerProducts,
     KeptKernelRows,
     SharedInnerProducts,
-    all_inner_products,
 )
 
 # Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
@@ -468,10 +460,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         if sample_weight is None:  # every row counts once: no float64 weight per row (out-of-core fits)
             return X, y, None, np.ones(X.shape[0], dtype=bool)
         sample_weight = check_sample_weight(sample_weight, X)
-        keep = sample_weight > 0
-        if not np.any(keep):
-            raise ValueError("sample_weight is zero for every sample; nothing to train on")
-        return X, y, sample_weight, keep
+        return X, y, sample_weight, sample_weight > 0  # some row kept: check_sample_weight rejects all-zero weights
 
     # --------------------------------------------------------------------- fit
     @unfitted_on_failure
@@ -498,11 +487,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         self.check_params()
         X, y, sample_weight, keep = self._validate_fit_input(X, y, sample_weight)
         classes, y_index = encode_labels(y)
-        if np.count_nonzero(np.bincount(y_index[keep], minlength=len(classes))) < 2:
-            raise ValueError(
-                "The training data must contain samples of at least 2 classes; got only one class "
-                f"({classes[y_index[keep]][0]!r})"
-            )
+        self._check_two_classes(classes, y_index[keep])
         # Read before the attributes are replaced: the state given by set_warm_start_state, else the last fit's.
         state = self.warm_start_state()
         self.__dict__.pop("_warm_start_in", None)  # given for this fit only
@@ -534,14 +519,6 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         elif hasattr(self, "probA_"):
             del self.probA_, self.probB_
         return self
-
-    def _per_sample_C(self, sample_weight, classes, y) -> np.ndarray:
-        """``C_i = C w_i c_(y_i)``; one C for all (no weights) is a stride-0 broadcast: no memory per row."""
-        if sample_weight is None and self.class_weight is None:
-            return np.broadcast_to(np.float64(self.C), (len(y),))
-        if sample_weight is None:
-            sample_weight = np.ones(len(y))
-        return self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
 
     def _solve_problems(self, X, problems: list[SubProblem]) -> list[BinaryModel]:
         """Train the sub-problems, in parallel threads when ``n_jobs > 1``.
@@ -613,12 +590,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
 
     def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
         rows = problem.rows
-        if (self.solver in MEB_SOLVERS or self._frank_wolfe_radius_test) and np.ptp(problem.C) > 0:
-            what = f"solver={self.solver!r}" + (" with stopping='meb'" if self._frank_wolfe_radius_test else "")
-            raise ValueError(
-                f"{what} solves a minimum enclosing ball, which needs one C for every sample; "
-                "sample_weight or class_weight make C vary. Use solver='mnsvm' or 'coreset' with weights."
-            )
+        self._check_one_C(problem.C)
         bias_rule = self.bias_rule
         # CVM, and the Frank-Wolfe solvers with stopping='meb', solve the minimum enclosing ball (lam = 1) and
         # stop by its (1 + eps) radius test (driver.radius_test_options).
@@ -636,25 +608,11 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         if self._small_problem_fast_path(X, len(rows), options):
             # The pair's rows are gathered inside the compiled (GIL-free) call: no X[rows] copy in Python,
             # so n_jobs worker threads hold the GIL only briefly per pair.
-            kept_rows = self._rows_in.pop(problem.index, NO_KERNEL_ROWS)
-            dots_in = self._dots_in.get(problem.index, NO_DOT_ROWS)
-            if self._search_rows is not None:
-                dots_in = self._search_dots.dot_rows(self._search_rows[rows])
-            elif self._complete_dots and len(dots_in[0]) < len(rows):
-                dots_in = all_inner_products(X, rows)
-            # Kept kernel rows need no inner products, nor do complete ones; the old ones stay valid for the next
-            # fit (same X).
-            keep_dots = (self._dots_out is not None and not holds_kernel_values(kept_rows)
-                         and len(dots_in[0]) < len(rows))
+            kept_rows, dots_in, keep_dots = self._reused_rows(X, problem)
             result = run_dense_rows(X, rows, problem.signs, problem.C, self._kernel_spec, bias_rule != "none", lam,
                                     options, init_idx, init_alpha, dots_in, keep_dots, kept_rows,
                                     self._rows_out is not None, self._blend_start)
-            if keep_dots:
-                self._dots_out[problem.index] = (rows, *result.dot_rows)
-            elif self._dots_out is not None and len(dots_in[0]):
-                self._dots_out[problem.index] = (rows, *dots_in)
-            if self._rows_out is not None:
-                self._rows_out[problem.index] = (rows, problem.signs, *result.kernel_rows)
+            self._keep_rows(problem, result, dots_in, keep_dots)
             if options.verbose > 0:  # one compiled call: a single line when it ends
                 print_progress(result.n_iter, result.gap, result.rel_gap, len(result.support), result.time)
         elif self.callback is None:
@@ -697,26 +655,6 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
 
         return run_with_callback(simplex, options, init_idx, init_alpha, report, self.callback_every)
 
-    def _warn_unconverged(self, models: list[BinaryModel]) -> None:
-        """One ConvergenceWarning per sub-problem that stopped early (issued here, in the calling thread)."""
-        for model in models:
-            self._warn_if_stopped_early(model.info["status"], model.info["relative_gap"], model.info.get("eps"))
-
-    def _warn_if_stopped_early(self, status: str, relative_gap: float, eps: float | None, what: str = "CoreSVC"):
-        """The ConvergenceWarning for a solve that ended with ``status`` (none when it converged)."""
-        core_set_message = None
-        if status == "core_set_full":
-            # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
-            solver_tol = (1.0 + eps) ** 2 - 1.0 if self.solver == "cvm" and eps is not None else self.tol
-            budget = cache_budgets(self.cache_size)[1]
-            core_set_message = (
-                f"{what}: the core set filled its memory budget (cache_size={self.cache_size!r}: "
-                f"{budget / 2**20:.4g} MB holds {core_set_capacity(budget, float(solver_tol))} points) before "
-                f"convergence (relative gap {relative_gap:.2e}); the model so far is kept. Increase cache_size.")
-        # Called from fit's helpers: _warn_if_stopped_early <- (_warn_unconverged | _fit_joint) <- fit
-        # <- unfitted_on_failure <- the caller.
-        warn_unconverged(what, status, relative_gap, self.tol, 5, core_set_message)
-
     def set_fitted_solution(self, X, y_index: np.ndarray, models: list[BinaryModel], classes: np.ndarray,
                             gamma: float) -> CoreSVC:
         """Make this estimator the fitted model of binary solutions found outside :meth:`fit`.
@@ -747,20 +685,26 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         self._set_fitted_attributes(X, y_index, models)
         return self
 
+    def _set_model(self, X, support, n_support, dual_coef, intercept, infos: list[dict]) -> None:
+        """The fitted attributes of every decomposition: the SVs (read from ``X``), their coefficients, and the
+        sub-problems' solver records."""
+        self.support_ = support
+        self.support_vectors_ = read_rows(X, support)
+        self.n_support_ = n_support
+        self.dual_coef_ = dual_coef
+        self.intercept_ = intercept
+        self._sv_norms = squared_norms(self.support_vectors_)
+        self.n_iter_ = np.array([info["iterations"] for info in infos], dtype=np.int64)
+        self.solver_info_ = infos
+        self.fit_status_ = int(any(info["status"] != "converged" for info in infos))
+
     def _set_fitted_attributes(self, X, y_index, models) -> None:
         self._decomposition = "ovr" if self.multiclass == "ovr" and len(self.classes_) > 2 else "ovo"
         layout_class = OneVsRestLayout if self._decomposition == "ovr" else OneVsOneLayout
         layout = layout_class.build(models, y_index, len(self.classes_))
-        self.support_ = layout.support
-        self.support_vectors_ = read_rows(X, layout.support)
-        self.n_support_ = layout.n_support
-        self.dual_coef_ = layout.dual_coef
-        self.intercept_ = layout.intercept
+        self._set_model(X, layout.support, layout.n_support, layout.dual_coef, layout.intercept,
+                        [model.info for model in models])
         self._pair_coef = layout.pair_coef
-        self._sv_norms = squared_norms(self.support_vectors_)
-        self.n_iter_ = np.array([model.info["iterations"] for model in models], dtype=np.int64)
-        self.solver_info_ = [model.info for model in models]
-        self.fit_status_ = int(any(info["status"] != "converged" for info in self.solver_info_))
         # What a warm start needs (warm_start_state), as flat arrays (model files store them like any attribute).
         self._fitted_multiclass = self.multiclass
         self._warm_rows = np.concatenate([model.rows for model in models])
@@ -774,11 +718,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         rows = np.flatnonzero(keep)
         X_rows = X if len(rows) == X.shape[0] else X[rows]
         C_rows = take_rows(C_per_sample, rows)
-        if self.solver in MEB_SOLVERS and np.ptp(C_rows) > 0:
-            raise ValueError(
-                f"solver={self.solver!r} solves a minimum enclosing ball, which needs one C for every sample; "
-                "sample_weight or class_weight make C vary. Use solver='coreset' with weights."
-            )
+        self._check_one_C(C_rows)
         time_budget = self.max_time if self.max_time is not None else np.inf
         options = self.solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_budget)
         model, result = fit_joint(X_rows, y_index[rows], len(self.classes_), C_rows, self._kernel_spec, options,
@@ -793,15 +733,8 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
                 delattr(self, stale)
         self.warm_started_ = False
         self._fitted_multiclass = "joint"
-        self.support_ = model.support
-        self.support_vectors_ = read_rows(X, model.support)
-        self.n_support_ = np.bincount(model.support_class, minlength=len(self.classes_)).astype(np.int32)
-        self.dual_coef_ = model.coef.T.copy()
-        self.intercept_ = model.intercept
-        self._sv_norms = squared_norms(self.support_vectors_)
-        self.n_iter_ = np.array([model.info["iterations"]], dtype=np.int64)
-        self.solver_info_ = [model.info]
-        self.fit_status_ = int(model.info["status"] != "converged")
+        n_support = np.bincount(model.support_class, minlength=len(self.classes_)).astype(np.int32)
+        self._set_model(X, model.support, n_support, model.coef.T.copy(), model.intercept, [model.info])
         return self
 
     def _joint_scores(self, X) -> np.ndarray:
@@ -821,35 +754,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         return decisions
 
     def _kernel_decisions(self, X) -> np.ndarray:
-        """``k(X, SVs) @ pair_coef``, without the intercepts.
-
-        One-vs-one with more than two classes: class by class, only the ``n_classes - 1`` pairs a class
-        belongs to (its SVs' coefficients elsewhere are zero; LIBSVM sums the same way), about
-        ``n_classes / 2`` times fewer multiply-adds than the whole matrix (letter: 25 of 325 pairs per SV).
-        """
-        n_classes = len(self.classes_)
-        n_support = getattr(self, "n_support_", None)
-        if self._is_one_vs_rest or n_classes == 2 or not _grouped_by_class(n_support, self._pair_coef):
-            return kernel_product(X, self.support_vectors_, self._kernel_spec, self._pair_coef, norms_b=self._sv_norms)
-        bounds = np.concatenate(([0], np.cumsum(n_support)))
-        columns = OneVsOneLayout.class_pairs(n_classes)
-        members = [slice(bounds[c], bounds[c + 1]) for c in range(n_classes)]
-        class_coef = [self._pair_coef[members[c], columns[c]] for c in range(n_classes)]
-        positive_slots, negative_slots = OneVsOneLayout.pair_share_slots(n_classes)
-
-        def pair_decisions(kernel_values: np.ndarray) -> np.ndarray:
-            # Each class's share of its pairs' decisions, side by side; each pair then adds its two classes'
-            # shares (two gathers, instead of a scattered add per class: 30% of letter's predict time).
-            shares = np.empty((kernel_values.shape[0], n_classes, n_classes - 1))
-            for c in range(n_classes):
-                np.matmul(kernel_values[:, members[c]], class_coef[c], out=shares[:, c, :])
-            shares = shares.reshape(kernel_values.shape[0], -1)
-            decisions = shares[:, positive_slots]
-            decisions += shares[:, negative_slots]
-            return decisions
-
-        return kernel_map(X, self.support_vectors_, self._kernel_spec, pair_decisions, self._pair_coef.shape[1],
-                          norms_b=self._sv_norms)
+        """``k(X, SVs) @ pair_coef``, without the intercepts (:func:`~coresvm.multiclass.kernel_decisions`)."""
+        n_support = None if self._is_one_vs_rest else getattr(self, "n_support_", None)
+        return kernel_decisions(X, self.support_vectors_, self._kernel_spec, self._pair_coef, self._sv_norms,
+                                len(self.classes_), n_support)
 
     @property
     def _is_one_vs_rest(self) -> bool:
@@ -933,11 +841,6 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
         return model
-
-
-def _grouped_by_class(n_support: np.ndarray, pair_coef: np.ndarray) -> bool:
-    """Whether the SVs are grouped by class as ``n_support`` says (LIBSVM's layout; every fit and model file)."""
-    return n_support is not None and int(np.sum(n_support)) == pair_coef.shape[0]
 
 
 # Pickles of models made before the holders of kept rows moved to warm_start.py name them here.

@@ -1,12 +1,16 @@
-"""CoreSVC's parameters: their checks, and the solver options a sub-problem's run gets from them."""
+"""CoreSVC's parameters: their checks, what a sub-problem's run gets from them (solver options, per-sample C),
+and the convergence warnings that name them."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_choice, check_positive
+from ._validation import check_choice, check_integer, check_positive, class_weight_per_sample
 from .cache import cache_budgets
+from .estimator import warn_unconverged
 from .kernels import KernelSpec
+from .multiclass import BinaryModel
+from .solvers.core_set import core_set_capacity
 from .solvers.driver import JOINT_BALL_RULES
 from .solvers.engine import SECOND_VERTEX_RULES
 from .solvers.geometric import STOPPING_RULES
@@ -39,7 +43,8 @@ MULTICLASS_MODES = ("ovo", "ovr", "joint")
 
 
 class SVCParameters:
-    """The parameter checks and solver options of :class:`~coresvm.CoreSVC` (it holds the parameters)."""
+    """The parameter checks, solver options, per-sample C and convergence warnings of :class:`~coresvm.CoreSVC`
+    (it holds the parameters)."""
 
     def _solver_names(self):
         return METHODS
@@ -56,16 +61,11 @@ class SVCParameters:
         self._check_shared_params()  # kernel, tol, max_iter, max_time, cache_size, n_init
         check_choice("solver", self.solver, self._solver_names())
         check_choice("search", self.search, SEARCH_MODES)
-        if isinstance(self.sample_size, bool) or not isinstance(self.sample_size, (int, np.integer)):
-            raise ValueError(f"sample_size must be an integer >= 1; got {self.sample_size!r}")
-        if self.sample_size < 1:
-            raise ValueError(f"sample_size must be >= 1; got {self.sample_size!r}")
+        check_integer("sample_size", self.sample_size)
         if not isinstance(self.eta, (int, float, np.floating)) or not (1.0 <= self.eta < 2.0):
             raise ValueError(f"eta (over-relaxation) must be in [1, 2); got {self.eta!r}")
-        for name in ("n_candidates", "batch_size"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-                raise ValueError(f"{name} must be None or an integer >= 1; got {value!r}")
+        for name in ("n_candidates", "batch_size", "draws"):
+            check_integer(name, getattr(self, name), allow_none=True)
         check_choice("decision_function_shape", self.decision_function_shape, ("ovr", "ovo"))
         self._check_joint_params()
         if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, (int, np.integer))
@@ -78,9 +78,7 @@ class SVCParameters:
                 f"callback is not supported by solver={self.solver!r} (a compiled loop that cannot be resumed); "
                 "use 'coreset', 'cvm' or a Frank-Wolfe solver"
             )
-        if (isinstance(self.callback_every, bool) or not isinstance(self.callback_every, (int, np.integer))
-                or self.callback_every < 1):
-            raise ValueError(f"callback_every must be an integer >= 1; got {self.callback_every!r}")
+        check_integer("callback_every", self.callback_every)
         if self.selection is not None:
             check_choice("selection", self.selection, SECOND_VERTEX_RULES)
         if not isinstance(self.bias, bool):
@@ -91,9 +89,6 @@ class SVCParameters:
             check_positive("eps", self.eps)
             if self.eps >= 1:
                 raise ValueError(f"eps must be in (0, 1); got {self.eps!r}")
-        if self.draws is not None and (isinstance(self.draws, bool) or not isinstance(self.draws, (int, np.integer))
-                                       or self.draws < 1):
-            raise ValueError(f"draws must be None or an integer >= 1; got {self.draws!r}")
         check_choice("sampling", self.sampling, SAMPLING_MODES)
         if self.solver in MEB_SOLVERS and not KernelSpec(self.kernel).has_constant_diagonal:
             raise ValueError(
@@ -170,6 +165,44 @@ class SVCParameters:
             ball=BallOptions(ball_rule=method.step_rule if ball else ""),
             report=ReportOptions(verbose=self.verbose_seconds),
         )
+
+    def _check_one_C(self, C_per_sample: np.ndarray) -> None:
+        """A minimum enclosing ball (CVM, BVM, SphereSVM; Frank-Wolfe with stopping='meb') needs one C for all."""
+        if (self.solver in MEB_SOLVERS or self._frank_wolfe_radius_test) and np.ptp(C_per_sample) > 0:
+            what = f"solver={self.solver!r}" + (" with stopping='meb'" if self._frank_wolfe_radius_test else "")
+            others = "'coreset'" if self.multiclass == "joint" else "'mnsvm' or 'coreset'"
+            raise ValueError(
+                f"{what} solves a minimum enclosing ball, which needs one C for every sample; "
+                f"sample_weight or class_weight make C vary. Use solver={others} with weights."
+            )
+
+    def _per_sample_C(self, sample_weight, classes, y) -> np.ndarray:
+        """``C_i = C w_i c_(y_i)``; one C for all (no weights) is a stride-0 broadcast: no memory per row."""
+        if sample_weight is None and self.class_weight is None:
+            return np.broadcast_to(np.float64(self.C), (len(y),))
+        if sample_weight is None:
+            sample_weight = np.ones(len(y))
+        return self.C * sample_weight * class_weight_per_sample(self.class_weight, classes, y)
+
+    def _warn_unconverged(self, models: list[BinaryModel]) -> None:
+        """One ConvergenceWarning per sub-problem that stopped early (issued here, in the calling thread)."""
+        for model in models:
+            self._warn_if_stopped_early(model.info["status"], model.info["relative_gap"], model.info.get("eps"))
+
+    def _warn_if_stopped_early(self, status: str, relative_gap: float, eps: float | None, what: str = "CoreSVC"):
+        """The ConvergenceWarning for a solve that ended with ``status`` (none when it converged)."""
+        core_set_message = None
+        if status == "core_set_full":
+            # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
+            solver_tol = (1.0 + eps) ** 2 - 1.0 if self.solver == "cvm" and eps is not None else self.tol
+            budget = cache_budgets(self.cache_size)[1]
+            core_set_message = (
+                f"{what}: the core set filled its memory budget (cache_size={self.cache_size!r}: "
+                f"{budget / 2**20:.4g} MB holds {core_set_capacity(budget, float(solver_tol))} points) before "
+                f"convergence (relative gap {relative_gap:.2e}); the model so far is kept. Increase cache_size.")
+        # Called from fit's helpers: _warn_if_stopped_early <- (_warn_unconverged | _fit_joint) <- fit
+        # <- unfitted_on_failure <- the caller.
+        warn_unconverged(what, status, relative_gap, self.tol, 5, core_set_message)
 
     @property
     def _frank_wolfe_radius_test(self) -> bool:

@@ -13,8 +13,15 @@ import numpy as np
 
 from .cache import cache_budgets
 from .multiclass import SubProblem
-from .solvers.dense import NO_KERNEL_ROWS
-from .warm_start import DOT_REUSE_MIN_FEATURES, KeptInnerProducts, KeptKernelRows, SharedInnerProducts, WarmStart
+from .solvers.dense import NO_DOT_ROWS, NO_KERNEL_ROWS
+from .warm_start import (
+    DOT_REUSE_MIN_FEATURES,
+    KeptInnerProducts,
+    KeptKernelRows,
+    SharedInnerProducts,
+    WarmStart,
+    all_inner_products,
+)
 
 # A warm start at another kernel, or at a C at least HEAVY_START_C_RATIO times larger without kept kernel rows,
 # starts sub-problems of at least HEAVY_START_MIN_POINTS points from their heavy old support vectors only
@@ -62,6 +69,31 @@ class WarmStartMixin:
              self._blend_start)
         self.__dict__.pop("_search_dots", None)  # lent for this fit only (the search lends it to each fit)
         return dots_out, rows_out
+
+    def _reused_rows(self, X, problem: SubProblem) -> tuple[tuple, tuple, bool]:
+        """What a sub-problem on the compiled small-problem path reads from earlier fits: kept kernel rows, and
+        inner products (kept, lent by a search, or all of them when this fit completes them); and whether the
+        solve is to keep its own inner products for the next fit (:meth:`_keep_rows`)."""
+        kept_rows = self._rows_in.pop(problem.index, NO_KERNEL_ROWS)
+        dots_in = self._dots_in.get(problem.index, NO_DOT_ROWS)
+        if self._search_rows is not None:
+            dots_in = self._search_dots.dot_rows(self._search_rows[problem.rows])
+        elif self._complete_dots and len(dots_in[0]) < len(problem.rows):
+            dots_in = all_inner_products(X, problem.rows)
+        # Kept kernel rows need no inner products, nor do complete ones; the old ones stay valid for the next
+        # fit (same X).
+        keep_dots = (self._dots_out is not None and not holds_kernel_values(kept_rows)
+                     and len(dots_in[0]) < len(problem.rows))
+        return kept_rows, dots_in, keep_dots
+
+    def _keep_rows(self, problem: SubProblem, result, dots_in: tuple, keep_dots: bool) -> None:
+        """Record a sub-problem's inner products and kernel rows for the next fit (:meth:`_keep_for_next_fit`)."""
+        if keep_dots:
+            self._dots_out[problem.index] = (problem.rows, *result.dot_rows)
+        elif self._dots_out is not None and len(dots_in[0]):
+            self._dots_out[problem.index] = (problem.rows, *dots_in)
+        if self._rows_out is not None:
+            self._rows_out[problem.index] = (problem.rows, problem.signs, *result.kernel_rows)
 
     def _keep_for_next_fit(self, X, dots_out: dict | None, rows_out: dict | None) -> None:
         """Keep the sub-problems' inner products and kernel rows for the next warm fit, within ``cache_size``."""
