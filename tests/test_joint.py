@@ -95,7 +95,7 @@ def joint_ball_options(rule, n_points, **extra):
     return SolverOptions(ball_rule=rule, stopping="mn", eps=1e-9, draws=20 * n_points, seed=0, **extra)
 
 
-JOINT_BALL_SEARCHES = {  # the three violator searches of solve_ball / solve_ball_blocked
+JOINT_BALL_SEARCHES = {  # the three violator searches of solve_ball (geometric.py)
     "tracked": dict(track_every_point=True),  # every point's g kept from rows of Q (small problems)
     "compiled": dict(track_every_point=False, block_search=False),  # g of each draw from the compiled rows
     "block": dict(track_every_point=False, block_search=True),  # draws scored in BLAS blocks

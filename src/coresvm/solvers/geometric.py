@@ -193,6 +193,55 @@ def g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, s
 
 
 @njit(cache=True)
+def draw_violator(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, stopping, w2, eps, draws, probe,
+                  strata_ptr, strata_order, sv_idx, alpha, n_sv, sv_pos, g, keeps_svs, g_all, tracked, pending_v,
+                  pending_beta, n_pending, draw_buffer, row, best_row):
+    """The violator search by compiled draws, shared by :func:`solve_ball` and :func:`solve_bvm`.
+
+    Up to ``draws // probe`` tries of ``probe`` draws; the worst violator of the first try that has one
+    (``probe == 1``: the first violating draw, Strack 2013 sec. 5.1.2; ``probe == 59``: LibCVM's
+    "59 x 10").  Returns (point or -1, its g, its margin ``threshold - g``).
+
+    A candidate's ``g``, in this order: ``g[sv_pos[point]]`` for an SV when ``keeps_svs`` (SphereSVM and
+    MNSVM keep the SVs' g and Gram; BVM does not); ``g_all[point]`` when ``tracked``, brought up to date
+    with the ``n_pending`` BVM steps not yet applied to every point (``g <- (1 - beta) g + beta Q[point, v]``
+    each); else its row of ``Q`` over the SVs times the weights (``#SV`` kernel values; with ``keeps_svs``
+    the row of the worst violator is left in ``best_row``, for the Gram).
+    """
+    m = y.shape[0]
+    v_point = -1
+    g_v = 0.0
+    worst_margin = 0.0
+    for _ in range(max(draws // probe, 1)):
+        draw_candidates(m, probe, strata_ptr, strata_order, draw_buffer)
+        for c in range(probe):
+            point = draw_buffer[c]
+            pos = sv_pos[point] if keeps_svs else -1
+            if pos >= 0:
+                g_point = g[pos]
+            elif tracked:
+                g_point = g_all[point]
+                if n_pending > 0:
+                    extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, pending_v,
+                                 n_pending, row)
+                    for s in range(n_pending):
+                        g_point = (1.0 - pending_beta[s]) * g_point + pending_beta[s] * row[s]
+            else:
+                g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, alpha,
+                                     n_sv, row)
+            margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
+            if margin > worst_margin:
+                worst_margin = margin
+                v_point = point
+                g_v = g_point
+                if keeps_svs and pos < 0 and not tracked:
+                    best_row[:n_sv] = row[:n_sv]
+        if v_point >= 0:
+            break
+    return v_point, g_v, worst_margin
+
+
+@njit(cache=True)
 def sphere_step(g_v, g_u, w2, tau_v, Q_uv, Q_uu, radius2):
     """SphereSVM's step (Strack 2013 Alg. 3 lines 6-7): the smaller root ``beta`` of
     ``||c + beta (x~_v - x~_u) - x~_v||^2 = R^2``; 0 when ``v`` is inside the ball."""
@@ -418,6 +467,8 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     Returns (sv indices, weights, iterations, w2, last relative violation, status).
     """
     np.random.seed(seed)
+    no_pending_v = np.zeros(1, dtype=np.int64)  # BVM's pending steps (draw_violator): none here
+    no_pending_beta = np.zeros(1)
     m = y.shape[0]
     capacity = gram.shape[0]
     tracking = q_rows.shape[0] == m and m > 1
@@ -458,38 +509,18 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
                 if verbose > 0.0 and elapsed - last_report >= verbose:
                     report_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
                     last_report = elapsed
-            # 1. violator search: `probe` draws per try, the worst of them; first violating try wins
-            v_point = -1
-            g_v = 0.0
-            for _ in range(max(draws // probe, 1)):
-                draw_candidates(m, probe, strata_ptr, strata_order, draw_buffer)
-                worst_margin = 0.0
-                for c in range(probe):
-                    point = draw_buffer[c]
-                    pos = sv_pos[point]
-                    if pos >= 0:
-                        g_point = g[pos]
-                    elif tracking:
-                        g_point = g_all[point]
-                    else:
-                        g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point,
-                                             sv_idx, alpha, n_sv, row)
-                    margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
-                    if margin > worst_margin:
-                        worst_margin = margin
-                        v_point = point
-                        g_v = g_point
-                        if pos < 0 and not tracking:
-                            best_row[:n_sv] = row[:n_sv]
-                if v_point >= 0:
-                    last_violation = worst_margin / w2
-                    if tracking and sv_pos[v_point] < 0:
-                        _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx,
-                                      n_sv, q_rows, have_row, best_row)
-                    break
+            # 1. violator search (compiled draws; solve_ball_blocked has the block search)
+            v_point, g_v, margin = draw_violator(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
+                                                 stopping, w2, eps, draws, probe, strata_ptr, strata_order, sv_idx,
+                                                 alpha, n_sv, sv_pos, g, True, g_all, tracking, no_pending_v,
+                                                 no_pending_beta, 0, draw_buffer, row, best_row)
+            if tracking and v_point >= 0 and sv_pos[v_point] < 0:
+                _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx, n_sv, q_rows,
+                              have_row, best_row)
             if v_point < 0:
                 last_violation = 0.0
                 break  # this stage is done
+            last_violation = margin / w2
             # 2.-3. the step
             n_old = n_sv
             old_points[:n_old] = sv_idx[:n_old]
@@ -787,45 +818,6 @@ def _seed_compiled_rng(seed):
     np.random.seed(seed)
 
 
-@njit(cache=True)
-def _bvm_search(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, stopping, w2, eps, draws, probe,
-                strata_ptr, strata_order, sv_idx, alpha, n_sv, g_all, tracked, pending_v, pending_beta, n_pending,
-                draw_buffer, row):
-    """LibCVM's "59 x 10" search: up to ``draws // probe`` tries of ``probe`` draws; the worst violator
-    of the first try that has one.  Returns (point or -1, its g, its margin).
-
-    ``g`` of a candidate is ``g_all[point]`` brought up to date with the ``n_pending`` steps not yet
-    applied to every point (``g <- (1 - beta) g + beta Q[point, v]`` each) when every point's ``g``
-    is tracked, else computed from its row over the SVs (``#SV`` kernel values).
-    """
-    m = y.shape[0]
-    v_point = -1
-    g_v = 0.0
-    worst_margin = 0.0
-    for _ in range(max(draws // probe, 1)):
-        draw_candidates(m, probe, strata_ptr, strata_order, draw_buffer)
-        for c in range(probe):
-            point = draw_buffer[c]
-            if tracked:
-                g_point = g_all[point]
-                if n_pending > 0:
-                    extended_row(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, pending_v,
-                                 n_pending, row)
-                    for s in range(n_pending):
-                        g_point = (1.0 - pending_beta[s]) * g_point + pending_beta[s] * row[s]
-            else:
-                g_point = g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, sv_idx, alpha,
-                                     n_sv, row)
-            margin = violation_threshold(stopping, w2, diag_all[point], eps) - g_point
-            if margin > worst_margin:
-                worst_margin = margin
-                v_point = point
-                g_v = g_point
-        if v_point >= 0:
-            break
-    return v_point, g_v, worst_margin
-
-
 class _ColumnMaker:
     """``Q[:, v]`` over every training point: one BLAS GEMV (dense) or the CSC columns of x_v's features
     (sparse), and a vectorized ``exp``.
@@ -875,7 +867,7 @@ class _ColumnMaker:
 
         Dense data: :func:`pending_steps` steps are applied together by :meth:`flush`, one blocked kernel
         product against ``X`` instead of one memory-bound GEMV over ``X`` per step (ijcnn1: ~0.3 ms
-        instead of ~0.75 ms a step, loaded machine); until then :func:`_bvm_search` brings a drawn
+        instead of ~0.75 ms a step, loaded machine); until then :func:`draw_violator` brings a drawn
         candidate's g up to date with the queued steps (``n_pending`` kernel values).
         """
         if self.sparse:
@@ -980,6 +972,7 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
     sv_pos = np.full(m, -1, dtype=np.int64)
     alpha = np.zeros(max_sv)
     row = np.empty(max(max_sv, PENDING_STEPS))
+    no_sv_g = np.zeros(0)  # BVM keeps no g or Gram over the SVs (draw_violator's keeps_svs=False)
     draw_buffer = np.empty(probe, dtype=np.int64)
     sv_idx[0], sv_pos[init_point], alpha[0], n_sv = init_point, 0, 1.0, 1
     w2 = radius2 = float(diag_all[init_point])  # R^2 = k~(x, x), constant for the MEB solvers
@@ -1025,10 +1018,11 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
                     column_of = _ColumnMaker(problem, probe)
                     g_all = column_of.gradients(sv_idx[:n_sv], alpha[:n_sv])
                 pending = column_of if column_of is not None else no_pending
-                v_point, g_v, margin = _bvm_search(*kargs, diag_all, stopping, w2, float(eps), draws, probe,
-                                                   strata_ptr, strata_order, sv_idx, alpha, n_sv, g_all,
-                                                   column_of is not None, pending.pending_v, pending.pending_beta,
-                                                   pending.n_pending, draw_buffer, row)
+                v_point, g_v, margin = draw_violator(*kargs, diag_all, stopping, w2, float(eps), draws, probe,
+                                                     strata_ptr, strata_order, sv_idx, alpha, n_sv, sv_pos, no_sv_g,
+                                                     False, g_all, column_of is not None, pending.pending_v,
+                                                     pending.pending_beta, pending.n_pending, draw_buffer, row,
+                                                     no_sv_g)
                 if v_point < 0:
                     last_violation = 0.0
                     stage_log[stage] = eps, n_iter, n_sv, time.perf_counter() - start
