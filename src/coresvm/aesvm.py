@@ -38,7 +38,7 @@ from threadpoolctl import threadpool_limits
 from .kernels import KernelSpec, kernel_block, kernel_diagonal, squared_norms
 from .problem import SimplexProblem
 from .solvers.driver import SolverOptions, run_engine
-from .solvers.steps import clipped_step
+from .solvers.steps import clipped_step, pairwise_direction
 
 DEFAULT_EPSILON = 1e-3  # Nandan et al. 2014 Sec. 6: eps = 1e-3, P = 1e5, V = 1e3, FLS2
 DEFAULT_P = 100_000
@@ -264,12 +264,15 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
                 max_iter):
     """Minimize ``f(a) = a' H a + lin' a + const`` over the unit simplex, ``H = K[cand, cand]``.
 
-    Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4): toward vertex ``s = argmin g``,
-    away vertex ``v = argmax g`` over the active points, step along
-    ``e_s - e_v`` with the engine's exact line search (:func:`~coresvm.solvers.steps.clipped_step`) clipped at
-    ``a_v`` (so weights reach exactly 0).  ``g = 2 H a + lin`` and ``H a`` are kept up to date with one
-    row of ``K`` per vertex, ``O(n_cand)`` per iteration.  The Frank-Wolfe gap
-    ``a'g - g_s`` bounds ``f(a) - f*`` (Frandi et al. 2015 eq. 3), so:
+    Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4) with the engine's parts (:mod:`~coresvm.solvers.steps`):
+    toward vertex ``s = argmin G``, away vertex ``v = argmax G`` over the active points (MDM), step
+    along ``e_s - e_v`` with :func:`~coresvm.solvers.steps.pairwise_direction` and the exact line search
+    :func:`~coresvm.solvers.steps.clipped_step`, clipped at ``a_v`` (so weights reach exactly 0).  ``G`` is
+    the steps' half gradient with the linear term folded in, ``G = H a + lin / 2`` (``lam = 0``: the
+    engine's ``-lam diag(Q)`` is the special case ``lin = -lam diag(H)``; ``2 G`` is the same float as
+    ``2 H a + lin``, halving is exact).  ``H a`` is kept up to date with one row of ``K`` per vertex,
+    ``O(n_cand)`` per iteration.  The Frank-Wolfe gap ``2 (a'G - G_s)`` bounds ``f(a) - f*`` (Frandi et
+    al. 2015 eq. 3), so:
 
     * ``decide`` and ``f(a) - gap > eps``: no point of the simplex reaches
       ``eps``; stop, not covered;
@@ -295,24 +298,24 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
     n_iter = 0
     while n_iter < max_iter:
         s = 0
-        g_s = np.inf
+        G_s = np.inf
         v = -1
-        g_v = -np.inf
+        G_v = -np.inf
         f = const
-        ag = 0.0
+        aG = 0.0
         for i in range(n_cand):
-            g = 2.0 * Ha[i] + lin[i]
-            if g < g_s:
-                g_s = g
+            G = Ha[i] + 0.5 * lin[i]
+            if G < G_s:
+                G_s = G
                 s = i
             a = alpha[i]
             if a > 0.0:
                 f += a * (Ha[i] + lin[i])
-                ag += a * g
-                if g > g_v:
-                    g_v = g
+                aG += a * G
+                if G > G_v:
+                    G_v = G
                     v = i
-        gap = ag - g_s
+        gap = 2.0 * (aG - G_s)
         if decide:
             if stop_when_covered and f <= eps:
                 break
@@ -324,9 +327,8 @@ def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_c
             break  # converged; while deciding, f > eps is never left undecided by the tolerance
         cs = cand[s]
         cv = cand[v]
-        # the engine's exact line search along e_s - e_v, clipped at a_v: f'(0) = g_s - g_v (g = 2 H a + lin)
-        curvature = K[cs, cs] + K[cv, cv] - 2.0 * K[cs, cv]
-        step = clipped_step(g_s - g_v, curvature, alpha[v], 1.0)
+        derivative, curvature = pairwise_direction(G_s, G_v, K[cs, cs], K[cv, cv], K[cs, cv], 0.0)
+        step = clipped_step(derivative, curvature, alpha[v], 1.0)
         if step == alpha[v]:
             alpha[v] = 0.0  # a drop step: exactly zero, so v leaves the active set
         else:
