@@ -102,7 +102,8 @@ METHODS: dict[str, Method] = {
             second_vertex_note="none (one-vertex step)",
             vertex_search="the worst of 59 draws, up to 10 tries (LibCVM)",
             stopping="meb: ||c - x~_v|| <= (1 + eps) R_hat, multiscale eps stages",
-            outer_loop="none (multiscale eps schedule)", loop="driver._run_ball -> geometric.solve_bvm",
+            outer_loop="none (multiscale eps schedule)",
+            loop="driver._run_ball -> geometric.solve_bvm (search: geometric.draw_violator)",
             paper="Tsang et al. 2007 (Ball Vector Machines); Strack 2013 Alg. 2, Alg. 5 (multiscale)",
             draws=BVM_PROBE * BVM_TRIES, probe=BVM_PROBE, needs_constant_diagonal=True,
         ),
@@ -112,7 +113,8 @@ METHODS: dict[str, Method] = {
             vertex_search="the first violator in up to 600 draws (uniform or fair)",
             stopping="meb (default), mn or adjmn; multiscale eps stages",
             outer_loop="none (multiscale eps schedule)",
-            loop="driver._run_ball -> geometric.solve_ball (or solve_ball_blocked: BLAS block search)",
+            loop=("driver._run_ball -> geometric.solve_ball (search: geometric.draw_violator), or "
+                  "geometric.solve_ball_blocked (search: geometric.find_violator, BLAS blocks)"),
             paper="Strack 2013 Alg. 3 (SphereSVM step), sec. 5.6 (second vertex), Alg. 5 (multiscale)",
             needs_constant_diagonal=True,
         ),
@@ -122,7 +124,8 @@ METHODS: dict[str, Method] = {
             vertex_search="the first violator in up to 600 draws (uniform or fair)",
             stopping="adjmn (default), mn or meb; multiscale eps stages",
             outer_loop="none (multiscale eps schedule)",
-            loop="driver._run_ball -> geometric.solve_ball (or solve_ball_blocked: BLAS block search)",
+            loop=("driver._run_ball -> geometric.solve_ball (search: geometric.draw_violator), or "
+                  "geometric.solve_ball_blocked (search: geometric.find_violator, BLAS blocks)"),
             paper="Strack 2013 Alg. 4 (MDM step on the minimal-norm problem, eq. 5.31), sec. 2.10 (mn/adjmn)",
             ball_stopping="adjmn",
         ),
@@ -156,7 +159,9 @@ OTHER_SOLVES: dict[str, Method] = {
             step="pairwise FW step with exact line search, clipped at the away weight",
             vertex_search="full scan of the segment's candidates", second_vertex="mdm",
             stopping="decided (f - gap > eps: not covered; f <= eps: covered) or relative gap",
-            outer_loop="none", loop="aesvm.check_point / aesvm.derive_ae -> aesvm._simplex_qp",
+            outer_loop="none",
+            loop=("aesvm.check_point / aesvm.derive_ae -> aesvm._simplex_qp (step: steps.pairwise_direction, "
+                  "steps.clipped_step)"),
             paper="Nandan et al. 2014, sec. 4.3 (CheckPoint, eq. 11); step: Frandi, Nanculef and Suykens 2015",
         ),
         Method(
