@@ -112,6 +112,7 @@ def test_kernel_product_blocks_and_threads(monkeypatch, n_threads):
     import coresvm.kernels as kernels
 
     monkeypatch.setattr(kernels, "BLOCK_VALUES", 64)  # 8-row blocks: many of them
+    monkeypatch.setattr(kernels, "GEMM_MIN_ROWS", 8)
     A, B = np.random.RandomState(0).randn(203, 5), np.random.RandomState(1).randn(11, 5)
     coef = np.random.RandomState(2).randn(11)
     got = kernel_product(A, B, SPECS["rbf"], coef, n_threads=n_threads)
@@ -126,6 +127,7 @@ def test_kernel_map_applies_the_reduction_to_every_row_block(monkeypatch, n_thre
     import coresvm.kernels as kernels
 
     monkeypatch.setattr(kernels, "BLOCK_VALUES", 64)  # 8-row blocks: many of them
+    monkeypatch.setattr(kernels, "GEMM_MIN_ROWS", 8)
     A, B = np.random.RandomState(0).randn(203, 5), np.random.RandomState(1).randn(11, 5)
     weights = np.random.RandomState(2).randn(11)
     blocks = []
@@ -427,3 +429,13 @@ def test_as_solver_data_representations():
     out = as_solver_data(F)
     assert out.flags.c_contiguous and out.dtype == np.float32
     np.testing.assert_array_equal(out, F)
+
+
+def test_product_blocks_have_enough_rows_for_an_efficient_gemm():
+    """Against many columns a cache-sized block would be a few rows (2^19 / 30,000 = 17), where a GEMM runs at half
+    speed: blocks take at least GEMM_MIN_ROWS rows while they stay under GEMM_BLOCK_VALUES values."""
+    from coresvm.kernels import GEMM_BLOCK_VALUES, GEMM_MIN_ROWS, product_block_rows
+
+    assert product_block_rows(30_000) == GEMM_MIN_ROWS
+    assert product_block_rows(100) == 2**19 // 100  # few columns: the cache-sized block is larger
+    assert product_block_rows(10**7) == max(8, GEMM_BLOCK_VALUES // 10**7)  # bounded memory per block

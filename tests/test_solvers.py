@@ -263,7 +263,8 @@ def test_core_set_with_float32_gram_is_within_tol_of_the_optimum():
     assert result.status == "converged"
     assert alpha.sum() == pytest.approx(1.0, abs=1e-12)
     assert problem.objective(alpha, Q) - f_star <= 1e-3 * problem.objective(alpha, Q)
-    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-12)  # recomputed in float64
+    # ||w||^2 sums the float32 Gram in float64: within the entries' rounding of the float64 value (3e-7 here)
+    assert result.squared_norm == pytest.approx(alpha @ Q @ alpha, rel=1e-5)
 
 
 def test_core_set_stops_when_its_byte_budget_is_full():
