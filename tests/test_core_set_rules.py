@@ -225,3 +225,32 @@ def test_l2svm_duality_gap_falls_back_to_the_whole_frank_wolfe_gap_at_a_hard_mar
     G = np.array([1.0, 0.4, 0.9])
     inv_c = np.array([0.0, 0.1, 0.1])
     assert l2svm_duality_gap(alpha, G, inv_c, 3) == pytest.approx(2.0 * (alpha @ G - G.min()))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("gamma", [0.5, 200.0])  # 200: exponents too large for the factorized RBF form
+@pytest.mark.parametrize("tol", [1e-2, 1e-4])  # float32 and float64 Gram
+def test_core_set_gram_equals_the_extended_kernel(sparse, gamma, tol):
+    """Two growths of a core set: its Gram is Q = (K + 1) y y' + diag(1/C) on its points, within the precision."""
+    import scipy.sparse as sp
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from coresvm.kernels import KernelSpec
+    from coresvm.problem import SimplexProblem
+    from coresvm.solvers.core_set import CoreSetState, append_points
+
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 6))
+    X[X < 0.4] = 0.0
+    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
+    C = np.full(300, 10.0)
+    problem = SimplexProblem(sp.csr_matrix(X) if sparse else X, y, C, KernelSpec("rbf", gamma))
+    core = CoreSetState.growable(2**30, tol, max_points=300, initial=64)
+    order = rng.permutation(300)
+    append_points(problem, core, order[:50], np.full(50, 0.02), np.zeros(50))
+    core.reserve(150)
+    append_points(problem, core, order[50:200], np.zeros(150), np.zeros(150))
+    points = core.points[: core.size]
+    Q = (rbf_kernel(X[points], gamma=gamma) + 1.0) * np.outer(y[points], y[points]) + np.diag(1.0 / C[points])
+    atol = 2e-5 if core.gram.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(core.gram[: core.size, : core.size], Q, atol=atol)
