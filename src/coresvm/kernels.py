@@ -162,12 +162,13 @@ def inner_products(A, B, dtype: type = np.float64) -> np.ndarray:
         small, large, swapped = (A, B, True) if A.shape[0] <= B.shape[0] else (B, A, False)
         if small.shape[0] * small.shape[1] * np.dtype(dtype).itemsize <= DENSE_OPERAND_BYTES:
             dots = sparse_times_dense(large, np.ascontiguousarray(small.toarray().T))
-            return dots.T if swapped else dots
+            # C order either way: the kernel's passes and the callers' row copies are slow on a transposed view
+            return np.ascontiguousarray(dots.T) if swapped else dots
         dots = (A @ B.T).toarray()
     elif A_sparse:
         dots = sparse_times_dense(A, transposed_operand(B, dtype))
     elif B_sparse:
-        dots = sparse_times_dense(B, transposed_operand(A, dtype)).T
+        dots = np.ascontiguousarray(sparse_times_dense(B, transposed_operand(A, dtype)).T)
     else:
         dots = A @ B.T
     return np.asarray(dots, dtype=dtype)
