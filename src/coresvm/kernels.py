@@ -161,42 +161,17 @@ def inner_products(A, B, dtype: type = np.float64) -> np.ndarray:
     if A_sparse and B_sparse:
         small, large, swapped = (A, B, True) if A.shape[0] <= B.shape[0] else (B, A, False)
         if small.shape[0] * small.shape[1] * np.dtype(dtype).itemsize <= DENSE_OPERAND_BYTES:
-            dots = sparse_times_dense(large, np.ascontiguousarray(small.toarray().T))
+            dots = large @ np.ascontiguousarray(small.toarray().T)
             # C order either way: the kernel's passes and the callers' row copies are slow on a transposed view
             return np.ascontiguousarray(dots.T) if swapped else dots
         dots = (A @ B.T).toarray()
     elif A_sparse:
-        dots = sparse_times_dense(A, transposed_operand(B, dtype))
+        dots = A @ transposed_operand(B, dtype)
     elif B_sparse:
-        dots = np.ascontiguousarray(sparse_times_dense(B, transposed_operand(A, dtype)).T)
+        dots = np.ascontiguousarray((B @ transposed_operand(A, dtype)).T)
     else:
         dots = A @ B.T
     return np.asarray(dots, dtype=dtype)
-
-
-def sparse_times_dense(A: sp.csr_matrix, right: np.ndarray) -> np.ndarray:
-    """``A @ right`` for CSR ``A`` and a C-contiguous ``right`` of ``A``'s dtype, as a dense array of that dtype.
-
-    SciPy's sparse x dense product holds the GIL (two threads of row blocks ran no faster than one) and ran
-    about 6x slower than this loop on w8a's candidates x support vectors (10,000 x 9,000, 300 features, float32).
-    """
-    A = A.tocsr()
-    out = np.empty((A.shape[0], right.shape[1]), dtype=right.dtype)
-    _csr_times_dense(A.indptr, A.indices, A.data.astype(right.dtype, copy=False), right, out)
-    return out
-
-
-@njit(cache=True, nogil=True)  # the inner loop is independent per j: it vectorizes without fastmath
-def _csr_times_dense(indptr, indices, data, right, out):
-    """``out = A @ right`` row by row: each nonzero ``A[i, k]`` adds ``A[i, k] * right[k]`` to ``out[i]``."""
-    for i in range(out.shape[0]):
-        row = out[i]
-        row[:] = 0.0
-        for nz in range(indptr[i], indptr[i + 1]):
-            value = data[nz]
-            source = right[indices[nz]]
-            for j in range(row.shape[0]):
-                row[j] += value * source[j]
 
 
 def transposed_operand(B, dtype: type = np.float64) -> np.ndarray:
@@ -300,7 +275,7 @@ class RightOperand:
         """``A_block @ B.T`` as a dense array of the operand's dtype."""
         if self.transposed is None:
             return inner_products(A_block, self.B, self.dtype)
-        return sparse_times_dense(A_block.astype(self.dtype, copy=False), self.transposed)
+        return np.asarray(A_block.astype(self.dtype, copy=False) @ self.transposed, dtype=self.dtype)
 
 
 def _product_operands(A, B):
