@@ -439,3 +439,16 @@ def test_product_blocks_have_enough_rows_for_an_efficient_gemm():
     assert product_block_rows(30_000) == GEMM_MIN_ROWS
     assert product_block_rows(100) == 2**19 // 100  # few columns: the cache-sized block is larger
     assert product_block_rows(10**7) == max(8, GEMM_BLOCK_VALUES // 10**7)  # bounded memory per block
+
+
+def test_float32_exp_is_within_float32_rounding_of_exp():
+    """exp_in_place's float32 path (range reduction and a Taylor polynomial): within 1e-7 relative of the float64
+    exp over float32's normal range, exact powers of two at integer multiples of ln 2, the clamp below it."""
+    from coresvm.kernels import exp_in_place
+
+    x = np.linspace(-87.0, 88.0, 1_000_003).astype(np.float32)
+    np.testing.assert_allclose(exp_in_place(x.copy()), np.exp(x.astype(np.float64)), rtol=1e-7)
+    assert exp_in_place(np.array([0.0], dtype=np.float32))[0] == 1.0
+    assert exp_in_place(np.array([-1000.0], dtype=np.float32))[0] == pytest.approx(np.exp(-87.0), rel=1e-6)
+    strided = np.arange(6, dtype=np.float32).reshape(2, 3).T  # not C-contiguous: NumPy's exp
+    np.testing.assert_allclose(exp_in_place(strided), np.exp(np.arange(6.0).reshape(2, 3).T), rtol=1e-6)

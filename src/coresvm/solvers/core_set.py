@@ -30,6 +30,7 @@ from ..cache import zeros_on_huge_pages
 from ..kernels import (
     RBF_FACTOR_LIMIT,
     RBF_FACTOR_LIMIT_FLOAT32,
+    exp_in_place,
     inner_products,
     kernel_block,
     kernel_product,
@@ -437,7 +438,7 @@ def _extended_block(problem, rows_a, columns: GramColumns, precision: type) -> n
     spec = problem.kernel
     if columns.factors is not None:
         K = inner_products(problem.X[rows_a], columns.X, precision)  # 2g <a, b>
-        np.exp(K, out=K)
+        exp_in_place(K)
         row_factors = np.exp(-spec.gamma * problem.norms_of(rows_a)).astype(precision)
         row_signs = np.ones(len(rows_a), dtype=precision) if problem.is_joint else problem.signs_of(rows_a)
         column_signs = np.ones_like(columns.signs) if problem.is_joint else columns.signs
