@@ -275,6 +275,9 @@ def run_method(folder: str, name: str, method: str, fraction: float, queue) -> N
         if method == "coresvm":
             from coresvm import CoreSVC
 
+            # Compiled code loaded first: else the first selection fit pays Numba's compilation (USPS, the first
+            # multiclass set with a fresh cache, showed 47 s of selection for about 2.5 s of fits).
+            _warm_up(lambda: CoreSVC(C=svc_C, gamma=gamma, random_state=SEED), X, y)
             C, row.select_s, scores = select_core_C(X, y, svc_C, gamma)
             row.extra = {"C": C, "selection": scores}
             def make():
