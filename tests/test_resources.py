@@ -273,3 +273,40 @@ def test_keyboard_interrupt_in_aesvc_fit_leaves_it_unfitted(monkeypatch):
         model.set_params(cache_representative_set=False).fit(X, y)
     with pytest.raises(NotFittedError):
         model.predict(X)
+
+
+PEAK_RSS_FIT = textwrap.dedent("""
+import sys, warnings
+import numpy as np
+from coresvm import CoreSVC
+
+def resident_mb(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024.0
+    raise SystemExit("no " + field)
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((100_000, 50))
+y = np.where(X[:, 0] * X[:, 1] + 0.5 * rng.standard_normal(100_000) > 0, 1, -1)  # noisy: many support vectors
+warnings.simplefilter("ignore")
+CoreSVC(max_iter=50).fit(X[:2000], y[:2000])  # compile (or load) the loops first
+before = resident_mb("VmRSS:")
+model = CoreSVC(C=10.0, gamma=0.02, cache_size={cache_mb}, max_time=4.0, random_state=0).fit(X, y)
+print(before, resident_mb("VmHWM:"), X.nbytes / 2**20, len(model.support_))
+""")
+
+
+def test_peak_memory_stays_within_twice_the_data_plus_the_cache_budget(tmp_path):
+    """The fit's resident memory above what the process held before it (imports, data, compiled code) stays below
+    twice the data plus the kernel cache budget (40 MB of float64 features, a 100 MB budget, thousands of SVs)."""
+    cache_mb = 100
+    script = tmp_path / "peak_rss.py"
+    script.write_text(PEAK_RSS_FIT.format(cache_mb=cache_mb))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    before, peak, data_mb, n_support = map(float, run.stdout.split())
+    assert n_support > 1000, run.stdout
+    assert peak - before <= 2 * data_mb + cache_mb, run.stdout
