@@ -254,3 +254,15 @@ def test_core_set_gram_equals_the_extended_kernel(sparse, gamma, tol):
     Q = (rbf_kernel(X[points], gamma=gamma) + 1.0) * np.outer(y[points], y[points]) + np.diag(1.0 / C[points])
     atol = 2e-5 if core.gram.dtype == np.float32 else 1e-12
     np.testing.assert_allclose(core.gram[: core.size, : core.size], Q, atol=atol)
+
+
+def test_mirror_new_rows_copies_the_new_rows_into_the_old_rows_columns():
+    """Tiles that do not divide the sizes, and a start/stop range of old rows as one thread's task."""
+    from coresvm.solvers.core_set import mirror_new_rows
+
+    n, k = 150, 70
+    gram = np.zeros((n + k, n + k), dtype=np.float32)
+    gram[n:, :] = np.random.default_rng(0).random((k, n + k))
+    mirror_new_rows(gram, n, k, 0, 100)
+    mirror_new_rows(gram, n, k, 100, n)
+    np.testing.assert_array_equal(gram[:n, n:], gram[n:, :n].T)

@@ -452,3 +452,11 @@ def test_float32_exp_is_within_float32_rounding_of_exp():
     assert exp_in_place(np.array([-1000.0], dtype=np.float32))[0] == pytest.approx(np.exp(-87.0), rel=1e-6)
     strided = np.arange(6, dtype=np.float32).reshape(2, 3).T  # not C-contiguous: NumPy's exp
     np.testing.assert_allclose(exp_in_place(strided), np.exp(np.arange(6.0).reshape(2, 3).T), rtol=1e-6)
+
+
+def test_rbf_factor_limit_keeps_float32_exponents_finite():
+    from coresvm.kernels import RBF_FACTOR_LIMIT, rbf_factor_limit
+
+    assert rbf_factor_limit(np.float64) == RBF_FACTOR_LIMIT
+    assert np.isfinite(np.exp(np.float32(rbf_factor_limit(np.float32))))  # float32 overflows at 88.7
+    assert np.exp(np.float32(-rbf_factor_limit(np.float32))) > np.finfo(np.float32).tiny

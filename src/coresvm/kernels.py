@@ -263,7 +263,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     single = precision == np.float32
     if single:
         A, B = A.astype(np.float32, copy=False), B.astype(np.float32, copy=False)
-    limit = RBF_FACTOR_LIMIT_FLOAT32 if single else RBF_FACTOR_LIMIT
+    limit = rbf_factor_limit(precision)
     if spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
@@ -370,6 +370,11 @@ def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray
 
     run_row_blocks(n_a, rows, one_block, n_threads)
     return out
+
+
+def rbf_factor_limit(precision: type) -> float:
+    """The exponent bound of :func:`rbf_factorizable` for blocks computed in ``precision``."""
+    return RBF_FACTOR_LIMIT_FLOAT32 if precision == np.float32 else RBF_FACTOR_LIMIT
 
 
 def rbf_factorizable(spec: KernelSpec, norms_a, norms_b, limit: float = RBF_FACTOR_LIMIT) -> bool:

@@ -28,13 +28,12 @@ from scipy.stats import beta as beta_distribution
 
 from ..cache import zeros_on_huge_pages
 from ..kernels import (
-    RBF_FACTOR_LIMIT,
-    RBF_FACTOR_LIMIT_FLOAT32,
     exp_in_place,
     inner_products,
     kernel_block,
     kernel_product,
     product_block_rows,
+    rbf_factor_limit,
     rbf_factorizable,
     run_row_blocks,
 )
@@ -387,20 +386,27 @@ class GramColumns:
     points: np.ndarray
     X: object  # the columns' features in the Gram's precision (times 2g when factorized)
     norms: np.ndarray
-    signs: np.ndarray
+    signs: np.ndarray  # sign_factors of the columns
     factors: np.ndarray | None  # exp(-g |b|^2) when factorized, else None
 
     @classmethod
     def of(cls, problem, points: np.ndarray, rows_joining: np.ndarray, precision: type) -> GramColumns:
         X, norms = problem.X[points].astype(precision), problem.norms_of(points)
-        signs = problem.signs_of(points).astype(precision)
-        limit = RBF_FACTOR_LIMIT_FLOAT32 if precision == np.float32 else RBF_FACTOR_LIMIT
+        signs = sign_factors(problem, points, precision)
         spec = problem.kernel
-        if spec.name != "rbf" or not rbf_factorizable(spec, problem.norms_of(rows_joining), norms, limit):
+        if spec.name != "rbf" or not rbf_factorizable(spec, problem.norms_of(rows_joining), norms,
+                                                       rbf_factor_limit(precision)):
             return cls(points, X, norms.astype(precision), signs, None)
         X *= precision(2.0 * spec.gamma)
-        factors = np.exp(-spec.gamma * norms).astype(precision)
-        return cls(points, X, norms, signs, factors)
+        return cls(points, X, norms.astype(precision), signs, np.exp(-spec.gamma * norms).astype(precision))
+
+
+def sign_factors(problem, rows, precision: type) -> np.ndarray:
+    """The per-row factors of ``Q``'s label part: ``y_i`` for a binary problem; ones for the joint one, whose label
+    products (:meth:`~coresvm.problem.SimplexProblem.label_products`) do not factor per row."""
+    if problem.is_joint:
+        return np.ones(len(rows), dtype=precision)
+    return problem.signs_of(rows).astype(precision)
 
 
 @njit(cache=True, nogil=True)
@@ -440,15 +446,13 @@ def _extended_block(problem, rows_a, columns: GramColumns, precision: type) -> n
         K = inner_products(problem.X[rows_a], columns.X, precision)  # 2g <a, b>
         exp_in_place(K)
         row_factors = np.exp(-spec.gamma * problem.norms_of(rows_a)).astype(precision)
-        row_signs = np.ones(len(rows_a), dtype=precision) if problem.is_joint else problem.signs_of(rows_a)
-        column_signs = np.ones_like(columns.signs) if problem.is_joint else columns.signs
         scale_extended_block(K, row_factors, columns.factors, precision(problem.bias_term),
-                             row_signs.astype(precision), column_signs)
+                             sign_factors(problem, rows_a, precision), columns.signs)
     else:
         K = kernel_block(problem.X[rows_a], columns.X, spec, problem.norms_of(rows_a), columns.norms, precision)
         K += problem.bias_term
-        if not problem.is_joint:
-            K *= problem.signs_of(rows_a).astype(precision)[:, None]
+        if not problem.is_joint:  # the joint problem's sign factors are ones
+            K *= sign_factors(problem, rows_a, precision)[:, None]
             K *= columns.signs[None, :]
     if problem.is_joint:
         K *= problem.label_products(rows_a, columns.points)  # L[c_a, c_b] (Strack 2013, sec. 5.4)
