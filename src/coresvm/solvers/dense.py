@@ -43,6 +43,7 @@ warm fit of a hyper-parameter search computes only the new points' products.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -52,7 +53,7 @@ from ..problem import SimplexProblem
 from .clock import now
 from .core_set import duality_gap_weights, inner_solve, l2svm_duality_gap
 from .driver import SolverOptions, SolverResult, solver_result
-from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_MAX_TIME
+from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_CORE_SET_FULL, STATUS_MAX_ITER, STATUS_MAX_TIME
 from .sampling import balanced_start
 from .steps import vertex_score
 
@@ -74,6 +75,29 @@ GROWTH_DIVISOR = 8
 ROUND_STEPS_PER_POINT = 2
 MIN_ROUND_STEPS = 4 * BATCH
 IDLE_SHARE = 4
+
+
+class RowScheme(NamedTuple):
+    """What differs between the problems :func:`solve_dense_loop` solves: the binary ones (a binary fit, one-vs-one,
+    one-vs-rest; :data:`BINARY_ROWS`) and the joint multiclass one (:mod:`~coresvm.solvers.dense_joint`).
+
+    The extended kernel is ``Q_ij = L_ij (k(x_i, x_j) + bias) + delta_ij / C_i``, with the label factor ``L_ij``
+    ``same_label`` when the points' labels are equal and ``other_label`` otherwise: the signs' product
+    (``1, -1``) for binary problems, the simplex label Gram (``1, -1/(K-1)``, Strack 2013 sec. 5.4) for the joint
+    one.  The other fields are the loop's settings for each: see :func:`solve_dense_loop`.
+    """
+
+    same_label: float
+    other_label: float
+    dot_chunk: int  # rows of inner products per BLAS product, into one reused buffer; 0: all new rows at once
+    round_steps_per_point: int  # a round's inner solve takes at most max(this * n_w, min_round_steps) steps
+    min_round_steps: int
+    idle_share: int  # idle working-set points leave when they are at least 1/idle_share of it; 0: never
+    l2svm_gap: bool  # the L2-SVM's duality gap may end the fit (solve_capped_round)
+
+
+# Binary problems: labels are the signs; one BLAS product per batch; rounds capped and idle points dropped.
+BINARY_ROWS = RowScheme(1.0, -1.0, 0, ROUND_STEPS_PER_POINT, MIN_ROUND_STEPS, IDLE_SHARE, True)
 
 
 def fits_dense(n_points: int, cache_bytes: int) -> bool:
@@ -129,39 +153,59 @@ def exp_nonpositive(x, work, out):
 
 
 @njit(cache=True, nogil=True)
-def _kernel_rows_from_dots(dots, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows):
-    """``rows[p, :] = Q[p, :]`` for ``first <= p < last`` from the inner products ``dots[p - first, :]``."""
+def _kernel_rows_from_dots(dots, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, last,
+                           rows):
+    """``rows[p, :] = Q[p, :]`` for ``first <= p < last`` from the inner products ``dots[p - first, :]``.
+
+    ``Q_pr = L_pr (k(x_p, x_r) + bias) + [p = r] / C_p`` with the label factor ``L_pr = same`` when ``labels[p] ==
+    labels[r]``, else ``other`` (:class:`RowScheme`): the product of the signs for ``same, other = 1, -1``, the
+    label Gram of the joint problem for its class indices.  A select, which vectorizes.  ``rows`` may be float32.
+    """
     m = dots.shape[1]
     argument = np.empty(m)
+    kernel = np.empty(m)
     work = np.empty(m, dtype=np.int64)
     for k in range(last - first):
         p = first + k
-        y_p = y[p]
+        label_p = labels[p]
         norm_p = norms[p]
-        out = rows[p]
         if kind == RBF:
             for r in range(m):
                 argument[r] = -gamma * max(norm_p + norms[r] - 2.0 * dots[k, r], 0.0)
-            exp_nonpositive(argument, work, out)
-            for r in range(m):
-                out[r] = y_p * y[r] * (out[r] + bias)
+            exp_nonpositive(argument, work, kernel)
         else:
             for r in range(m):
-                out[r] = y_p * y[r] * (kernel_from_dot(kind, dots[k, r], norm_p, norms[r], gamma, coef0, degree)
-                                        + bias)
+                kernel[r] = kernel_from_dot(kind, dots[k, r], norm_p, norms[r], gamma, coef0, degree)
+        out = rows[p]
+        for r in range(m):
+            factor = same if labels[r] == label_p else other
+            out[r] = factor * (kernel[r] + bias)
         out[p] += inv_c[p]
 
 
 @njit(cache=True, nogil=True)
-def _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows):
-    """``rows[p, :] = Q[p, :]`` for ``first <= p < last``: one BLAS product for the inner products, then the kernel."""
-    _kernel_rows_from_dots(np.dot(X[first:last], X.T), norms, y, inv_c, kind, gamma, coef0, degree, bias, first,
-                           last, rows)
+def _fill_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, dots):
+    """``rows[p, :] = Q[p, :]`` for ``first <= p < last``: the inner products by BLAS, then the kernel.
+
+    Without rows in ``dots``, one product for all the new rows; with ``k`` rows, ``k`` rows at a time into that
+    reused buffer (the joint problem adds batches of thousands of rows of ``m`` values: a new array per round
+    would be fresh memory, page faults, each time).
+    """
+    if dots.shape[0] == 0:
+        _kernel_rows_from_dots(np.dot(X[first:last], X.T), norms, labels, same, other, inv_c, kind, gamma, coef0,
+                               degree, bias, first, last, rows)
+        return
+    for start in range(first, last, dots.shape[0]):
+        stop = min(start + dots.shape[0], last)
+        block = dots[: stop - start]
+        np.dot(X[start:stop], X.T, block)
+        _kernel_rows_from_dots(block, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, start,
+                               stop, rows)
 
 
 @njit(cache=True, nogil=True)
-def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, order, old_dots,
-                            old_slot, old_columns, new_dots):
+def _fill_rows_reusing_dots(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, last, rows,
+                            order, old_dots, old_slot, old_columns, new_dots):
     """:func:`_fill_rows`, taking the inner products of points that ``old_dots`` holds from there.
 
     ``old_dots[old_slot[i], old_columns[j]]`` is ``<x_i, x_j>`` for the problem's original indices ``i, j``
@@ -206,19 +250,21 @@ def _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias
                 target = new_dots[p]
                 for r in range(m):
                     target[order[r]] = dots[k, r]
-    _kernel_rows_from_dots(dots, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows)
+    _kernel_rows_from_dots(dots, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, last,
+                           rows)
 
 
 @njit(cache=True, nogil=True)
-def _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, reuse, order, old_dots,
-                   old_slot, old_columns, new_dots):
+def _fill_new_rows(X, norms, labels, scheme, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, dots, reuse,
+                   order, old_dots, old_slot, old_columns, new_dots):
     """The working set's new rows ``first <= p < last``: :func:`_fill_rows_reusing_dots` when inner products are
-    kept or read (``reuse``), else :func:`_fill_rows`."""
+    kept or read (``reuse``), else :func:`_fill_rows` (through the buffer ``dots``)."""
+    same, other = scheme.same_label, scheme.other_label
     if reuse:
-        _fill_rows_reusing_dots(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, order,
-                                old_dots, old_slot, old_columns, new_dots)
+        _fill_rows_reusing_dots(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, last,
+                                rows, order, old_dots, old_slot, old_columns, new_dots)
     else:
-        _fill_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, last, rows)
+        _fill_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, last, rows, dots)
 
 
 @njit(cache=True, nogil=True)
@@ -499,29 +545,19 @@ def worst_outside(G, diag, lam, n_w, threshold, n_max):
     return order[:n] + n_w
 
 
-ROUND_GOES_ON = -1  # solve_round: no stopping rule met
-
-
-@njit(cache=True, nogil=True)
-def solve_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-                max_time, t_start, inv_c):
-    """One round of the cached-rows loops: solve the working set, then the exact gap of every point.
-
-    The working set is solved inexactly while points outside still violate (to a tenth of the last exact
-    gap, as the core-set solver), with the core-set solver's own pairwise-step loop; then the exact gradient
-    of every point, from the working set's rows, gives the true duality gap.  Returns (steps taken, the inner
-    tolerance, ``a'Qa``, ``a'diag``, gap, scale, status): the status is :data:`ROUND_GOES_ON` or the reason
-    to stop (converged at relative gap ``tol``, ``max_iter``, ``max_time``).
-    """
-    return solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap,
-                              max_iter, steps, max_iter - steps, max_time, t_start, inv_c)
+ROUND_GOES_ON = -1  # solve_capped_round: no stopping rule met
 
 
 @njit(cache=True, nogil=True)
 def solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter,
                        steps, round_steps, max_time, t_start, inv_c):
-    """:func:`solve_round` with at most ``round_steps`` pairwise steps in its inner solve.
+    """One round of the cached-rows loop: solve the working set, then the exact gap of every point.
 
+    The working set is solved inexactly while points outside still violate (to a tenth of the last exact
+    gap, as the core-set solver), with the core-set solver's own pairwise-step loop, at most ``round_steps``
+    steps; then the exact gradient of every point, from the working set's rows, gives the true duality gap.
+    Returns (steps taken, the inner tolerance, ``a'Qa``, ``a'diag``, gap, scale, status): the status is
+    :data:`ROUND_GOES_ON` or the reason to stop (converged at relative gap ``tol``, ``max_iter``, ``max_time``).
     ``inv_c`` (``1/C`` by position, or empty): at ``tol >= 1e-3`` the L2-SVM's duality gap over every point
     (:func:`~coresvm.solvers.core_set.l2svm_duality_gap`) also ends the fit, as in the core-set solver.
     """
@@ -545,15 +581,28 @@ def solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta,
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: one-vs-one pairs in joblib threads run truly in parallel
-def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k, eta,
-                     tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points, old_slots,
-                     old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows, blend_start):
+def solve_dense_loop(X, norms, labels, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k, eta,
+                     tol, max_iter, max_time, init_idx, init_alpha, batch_size, scheme, old_dots, old_points,
+                     old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows, blend_start):
     """Core-set rounds with cached kernel rows and the exact gradient, until the relative gap is <= ``tol``.
 
-    ``X, norms, y, inv_c, diag`` are the problem's own copies: they are permuted
-    in place so that the working set is always the leading positions.  Returns
-    (alpha over all m points in the original order, steps, gap, scale, status,
-    a'Qa, kernel rows computed, rounds, inner-product rows, their points).
+    ``X, norms, labels, inv_c, diag`` are the problem's own copies: they are permuted
+    in place so that the working set is always the leading positions.  ``labels`` and ``scheme``
+    (:class:`RowScheme`) make the problem binary (the signs, :data:`BINARY_ROWS`) or the joint multiclass one
+    (class indices and the label Gram's two values, :func:`~coresvm.solvers.dense_joint.run_dense_joint`).
+    Returns (alpha over all m points in the original order, steps, gap, scale, status,
+    a'Qa, kernel rows computed, rounds, inner-product rows, their points, the kept rows (three values), the
+    rows written).
+
+    Each round's inner solve takes at most ``max(scheme.round_steps_per_point * n_w, scheme.min_round_steps)``
+    pairwise steps; then the working-set points that are idle (zero weight, no violation) leave it when they are
+    at least ``1 / scheme.idle_share`` of it (:func:`_drop_idle`), and the ``max(batch_size, n_w /
+    GROWTH_DIVISOR)`` worst violators outside join.
+
+    The rows live in ``kept_rows`` when it has rows (below), else in a new ``m x m`` buffer.  A buffer of fewer
+    than ``m`` rows (the joint problem's byte budget) holds at most that many working-set points: when a batch
+    does not fit, the points with zero weight leave first, then the batch is cut to the room left; when there is
+    none, the loop stops with ``STATUS_CORE_SET_FULL`` (the solution so far is feasible).
 
     Inner products kept by an earlier fit on the same points (``old_dots[old_slots[k], :]`` for the original index
     ``old_points[k]``, all columns in original order, or in the order ``old_columns`` when it is not empty: row
@@ -564,12 +613,12 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
 
     Kernel rows kept by an earlier fit of the same problem with the same kernel (:func:`_start_from_kept_rows`:
     ``kept_rows``, ``kept_order``, ``kept_inv_c``; only ``C`` may differ) are the start's working set, rows
-    and all; the warm start's weights go on its points.  A kept ``m x m`` buffer with an empty ``kept_order``
+    and all; the warm start's weights go on its points.  A kept buffer with an empty ``kept_order``
     is used as memory only: its values are overwritten.  With ``keep_rows`` the buffer is returned the same
     way after the other values (else empty arrays), and the number of rows ever written (its resident size).
 
-    With ``blend_start`` (a warm start expected to need more support vectors than it has) every point joins the
-    working set at once and the start moves toward the balanced uniform weights (:func:`_blend_toward_balanced`).
+    With ``blend_start`` (a binary warm start expected to need more support vectors than it has) every point joins
+    the working set at once and the start moves toward the balanced uniform weights (:func:`_blend_toward_balanced`).
     """
     m = X.shape[0]
     order = np.arange(m)  # position -> original index
@@ -579,35 +628,38 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     n_w = 0
     if kept_order.shape[0] == m:  # the buffer is taken over: the earlier fit does not keep it
         rows = kept_rows
-        n_w = _start_from_kept_rows(rows, kept_order, kept_inv_c, X, norms, y, inv_c, diag, order, position)
-    elif kept_rows.shape[0] == m:  # an earlier fit's buffer at another kernel: its memory only, no values
+        n_w = _start_from_kept_rows(rows, kept_order, kept_inv_c, X, norms, labels, inv_c, diag, order, position)
+    elif kept_rows.shape[0] > 0:  # a buffer lent as memory only (another kernel's rows, or the joint budget's)
         rows = kept_rows
-    else:
-        rows = np.empty((m, m))  # row t: Q[t, :] for working-set position t; only rows < n_w are ever written
+    else:  # row t: Q[t, :] for working-set position t; only rows < n_w are ever written
+        rows = np.empty((m, m), dtype=kept_rows.dtype)
+    capacity = rows.shape[0]
+    dots = np.empty((scheme.dot_chunk, m))  # the reused buffer of _fill_rows (none: one product per batch)
     reuse = old_points.shape[0] > 0 or keep_dots
     old_slot = np.full(m, -1, dtype=np.int64)  # original index -> row of old_dots
     if reuse:
         for k in range(old_points.shape[0]):
             old_slot[old_points[k]] = old_slots[k]
     new_dots = np.empty((m if keep_dots else 0, m))  # row t: <x_order[t], x_j> for all j, original order
+    dual_inv_c = inv_c[:m] if scheme.l2svm_gap else inv_c[:0]  # the same type either way: one compilation
     first = n_w
     outside = init_idx[position[init_idx] >= n_w]  # a warm start's points without a kept row
-    n_w = move_batch_to_front(outside, n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
+    n_w = move_batch_to_front(outside, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
     for k in range(init_idx.shape[0]):
         alpha[position[init_idx[k]]] = init_alpha[k]
-    _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
-                   old_slot, old_columns, new_dots)
+    _fill_new_rows(X, norms, labels, scheme, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, dots, reuse,
+                   order, old_dots, old_slot, old_columns, new_dots)
     n2, D = refresh_gradient(rows, alpha, n_w, diag, G)
-    if blend_start and _blend_step_estimate(X, norms, y, kind, gamma, coef0, degree, bias, diag, inv_c, lam, alpha, G,
-                                            n2, D, position) >= BLEND_MIN_STEP:
+    if blend_start and _blend_step_estimate(X, norms, labels, kind, gamma, coef0, degree, bias, diag, inv_c, lam,
+                                            alpha, G, n2, D, position) >= BLEND_MIN_STEP:
         # The points outside are positions n_w..m-1 already: all join, with their rows, filled in batches of at most
         # m / GROWTH_DIVISOR rows (each batch's inner products are a temporary array of that many rows).
         chunk = max(batch_size, m // GROWTH_DIVISOR)
         for start in range(n_w, m, chunk):
-            _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, start, min(start + chunk, m), rows,
-                           reuse, order, old_dots, old_slot, old_columns, new_dots)
+            _fill_new_rows(X, norms, labels, scheme, inv_c, kind, gamma, coef0, degree, bias, start,
+                           min(start + chunk, m), rows, dots, reuse, order, old_dots, old_slot, old_columns, new_dots)
         n_w = m
-        n2, D = _blend_toward_balanced(rows, alpha, G, y, diag, lam, n2, D)
+        n2, D = _blend_toward_balanced(rows, alpha, G, labels, diag, lam, n2, D)
     n_rows = n_w - first  # kernel rows computed
     rows_written = n_w
     t_start = now()
@@ -619,7 +671,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     while True:
         taken, inner_tol, n2, D, gap, scale, stop = solve_capped_round(
             rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-            max(ROUND_STEPS_PER_POINT * n_w, MIN_ROUND_STEPS), max_time, t_start, inv_c)
+            max(scheme.round_steps_per_point * n_w, scheme.min_round_steps), max_time, t_start, dual_inv_c)
         steps += taken
         rounds += 1
         outer_rel_gap = gap / scale
@@ -627,20 +679,31 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
             status = stop
             break
         threshold = vertex_score(n2, lam, D) - 0.5 * tol * scale
-        n_idle = 0
-        for t in range(n_w):
-            n_idle += _is_idle(t, alpha, G, diag, lam, threshold)
-        if n_idle >= max(batch_size, n_w // IDLE_SHARE):
-            n_w = _drop_idle(n_w, threshold, lam, X, norms, y, inv_c, diag, alpha, G, order, position, rows, new_dots)
+        if scheme.idle_share > 0:
+            n_idle = 0
+            for t in range(n_w):
+                n_idle += _is_idle(t, alpha, G, diag, lam, threshold)
+            if n_idle >= max(batch_size, n_w // scheme.idle_share):
+                n_w = _drop_idle(n_w, threshold, lam, X, norms, labels, inv_c, diag, alpha, G, order, position, rows,
+                                 new_dots)
         new = worst_outside(G, diag, lam, n_w, threshold, max(batch_size, n_w // GROWTH_DIVISOR))
         if new.shape[0] == 0:
             if taken == 0 and inner_tol <= 0.5 * tol:
                 break  # numerically stuck (not expected): stop rather than loop
             continue  # every violator is in the working set: solve it tighter
+        new_points = order[new]
+        if n_w + new_points.shape[0] > capacity:  # only a buffer of fewer than m rows fills up
+            # points of zero weight give their rows back (-inf: whether they violate or not)
+            n_w = _drop_idle(n_w, -np.inf, lam, X, norms, labels, inv_c, diag, alpha, G, order, position, rows,
+                             new_dots)
+            if n_w >= capacity:
+                status = STATUS_CORE_SET_FULL
+                break
+            new_points = new_points[:capacity - n_w]  # the worst violators first
         first = n_w
-        n_w = move_batch_to_front(order[new], n_w, X, norms, y, inv_c, diag, alpha, G, order, position, rows)
-        _fill_new_rows(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, reuse, order, old_dots,
-                       old_slot, old_columns, new_dots)
+        n_w = move_batch_to_front(new_points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
+        _fill_new_rows(X, norms, labels, scheme, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows, dots,
+                       reuse, order, old_dots, old_slot, old_columns, new_dots)
         n_rows += n_w - first
         rows_written = max(rows_written, n_w)
     alpha_original = np.zeros(m)
@@ -652,7 +715,7 @@ def solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag,
     if keep_rows:
         kept = (rows, order.copy(), inv_c[:n_w].copy())
     else:
-        kept = (np.empty((0, 0)), order[:0].copy(), np.empty(0))
+        kept = (rows[:0, :0].copy(), order[:0].copy(), inv_c[:0].copy())
     return (alpha_original, steps, gap, scale, status, n2, n_rows, rounds, dots, dot_points, *kept,
             np.int64(rows_written))
 
@@ -723,9 +786,9 @@ def solve_rows_dense(X_all, rows, signs, C, kind, gamma, coef0, degree, bias, la
     else:  # a warm start's weights, rescaled onto the simplex (rows that are gone were dropped)
         init_alpha = init_alpha / np.sum(init_alpha)
     return solve_dense_loop(X, norms, y, inv_c, kind, gamma, coef0, degree, bias, diag, lam, second_rule, gmdm_k,
-                            eta, tol, max_iter, max_time, init_idx, init_alpha, batch_size, old_dots, old_points,
-                            old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c, keep_rows,
-                            blend_start)
+                            eta, tol, max_iter, max_time, init_idx, init_alpha, batch_size, BINARY_ROWS, old_dots,
+                            old_points, old_slots, old_columns, keep_dots, kept_rows, kept_order, kept_inv_c,
+                            keep_rows, blend_start)
 
 
 def run_dense(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndarray | None = None,

@@ -1,4 +1,4 @@
-"""The joint multiclass problem on the small-problem solver's scheme: cached kernel rows, exact gradient.
+"""The joint multiclass problem on the small-problem solver's loop: cached kernel rows, exact gradient.
 
 The joint ("all-at-once") machine (Strack 2013 sec. 5.4, :mod:`coresvm.joint`) is
 one simplex problem on all ``m`` training points with the extended kernel
@@ -6,24 +6,22 @@ one simplex problem on all ``m`` training points with the extended kernel
     Q_ij = L[c_i, c_j] (k(x_i, x_j) + bias) + delta_ij / C_i
 
 (``L`` the label Gram matrix, :func:`~coresvm.problem.simplex_label_gram`).
-:mod:`coresvm.solvers.dense` runs the core-set scheme (Tsang et al. 2005; Frandi et al. 2013
-Alg. 1) in one compiled ``nogil`` loop for binary problems whose whole
-``m x m`` kernel fits ``cache_size``.  The joint problem is much larger (all
-7,291-15,000 points of USPS or letter), but that loop only ever writes the
-rows of the *working set*, so here the row buffer holds as many rows as the
-byte budget allows (``cache_size / (itemsize * m)``), not ``m``:
+:func:`coresvm.solvers.dense.solve_dense_loop` runs the core-set scheme (Tsang et al. 2005; Frandi et al. 2013
+Alg. 1) in one compiled ``nogil`` loop; binary problems give it their signs as labels, this module the class
+indices and ``L``'s two values (:class:`~coresvm.solvers.dense.RowScheme`).  The joint problem is much larger
+(all 7,291-15,000 points of USPS or letter), but that loop only ever writes the rows of the *working set*, so
+here the row buffer holds as many rows as the byte budget allows (``cache_size / (itemsize * m)``), not ``m``:
 
 * rows are ``float32`` when ``tol >= 1e-3`` (the core-set solvers' rule,
   :func:`~coresvm.solvers.core_set.gram_dtype`), halving memory and the
   bandwidth of the per-round gradient refresh;
-* the batch of violators added per round grows with the working set
-  (:data:`GROWTH_DIVISOR`): every round refreshes the exact gradient of all
-  ``m`` points from the ``n_w`` rows (``n_w * m`` multiply-adds), so a fixed
-  batch of 32 would make that refresh quadratic in the number of rounds;
+* the inner products of a batch go through one reused buffer of :data:`DOT_CHUNK` rows;
 * when the buffer is full, working-set points with zero weight give their
   rows back; if the support itself outgrows the buffer, the loop stops with
   ``core_set_full`` and :func:`run_dense_joint` continues from its solution
-  with the core-set solver (:func:`~coresvm.solvers.driver.run_engine`).
+  with the core-set solver (:func:`~coresvm.solvers.driver.run_engine`);
+* as when this loop was its own copy, a round's inner solve is not capped, points do not leave the working
+  set before the buffer is full, and only the Frank-Wolfe gap ends the fit (:data:`JOINT_ROWS`).
 """
 
 from __future__ import annotations
@@ -32,42 +30,26 @@ import time
 from dataclasses import replace
 
 import numpy as np
-from numba import njit
 
-from ..kernels import RBF, kernel_from_dot, single_threaded_blas
+from ..kernels import single_threaded_blas
 from ..problem import SimplexProblem
-from .clock import now
 from .core_set import gram_dtype
-from .dense import (
-    BATCH,
-    GROWTH_DIVISOR,
-    ROUND_GOES_ON,
-    exp_nonpositive,
-    gap_and_scale,
-    move_batch_to_front,
-    refresh_gradient,
-    solve_round,
-    swap_positions,
-    worst_outside,
-)
+from .dense import BATCH, RowScheme, solve_dense_loop
 from .driver import SolverOptions, SolverResult, run_engine, solver_result
-from .engine import (
-    SECOND_VERTEX_RULES,
-    STATUS_CORE_SET_FULL,
-    STATUS_MAX_ITER,
-)
+from .engine import SECOND_VERTEX_RULES, STATUS_CORE_SET_FULL
 from .sampling import balanced_initial_points
-from .steps import vertex_score
-
-# A round adds up to max(BATCH, n_w / GROWTH_DIVISOR) violators (dense.py's divisor): the working set grows
-# geometrically, so the gradient refreshes cost a constant factor times the final n_w * m instead of
-# n_w^2 * m / BATCH.
 
 # The smallest row budget worth running: the initial points and two batches.
 MIN_ROWS = 2 * BATCH + 64
 
-# Rows per BLAS product in _fill_joint_rows.
+# Rows per BLAS product of inner products (RowScheme.dot_chunk).
 DOT_CHUNK = 64
+
+
+def joint_rows(same: float, other: float, max_iter: int) -> RowScheme:
+    """The loop's settings for the joint problem whose label Gram is ``same`` on its diagonal and ``other`` off it:
+    uncapped rounds (``min_round_steps = max_iter``), no idle drops, the Frank-Wolfe gap alone."""
+    return RowScheme(float(same), float(other), DOT_CHUNK, 0, int(max_iter), 0, False)
 
 
 def row_capacity(n_points: int, cache_bytes: int, tol: float) -> int:
@@ -81,141 +63,10 @@ def fits_dense_joint(n_points: int, cache_bytes: int, tol: float) -> bool:
     return row_capacity(n_points, cache_bytes, tol) >= min(n_points, MIN_ROWS)
 
 
-@njit(cache=True, nogil=True)
-def _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, last, rows,
-                     dots):
-    """``rows[p, :] = Q[p, :]`` for ``first <= p < last``.
-
-    The inner products come from BLAS in chunks of ``dots.shape[0]`` rows into the reused buffer ``dots``
-    (a new ``batch x m`` array per round would be fresh memory each time).  ``labels`` holds the class
-    indices (as float64); the label Gram is ``same`` on its diagonal and ``other`` off it (the simplex
-    labels: 1 and ``-1/(K-1)``), so its factor is a select, which vectorizes.
-    """
-    m = X.shape[0]
-    chunk = dots.shape[0]
-    argument = np.empty(m)
-    kernel = np.empty(m)
-    work = np.empty(m, dtype=np.int64)
-    for start in range(first, last, chunk):
-        stop = min(start + chunk, last)
-        block = dots[: stop - start]
-        np.dot(X[start:stop], X.T, block)
-        for k in range(stop - start):
-            p = start + k
-            norm_p = norms[p]
-            label_p = labels[p]
-            if kind == RBF:
-                for r in range(m):
-                    argument[r] = -gamma * max(norm_p + norms[r] - 2.0 * block[k, r], 0.0)
-                exp_nonpositive(argument, work, kernel)
-            else:
-                for r in range(m):
-                    kernel[r] = kernel_from_dot(kind, block[k, r], norm_p, norms[r], gamma, coef0, degree)
-            out = rows[p]
-            for r in range(m):
-                factor = same if labels[r] == label_p else other
-                out[r] = factor * (kernel[r] + bias)
-            out[p] += inv_c[p]
-
-
-@njit(cache=True, nogil=True)
-def _swap_with_rows(p, q, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
-    """Exchange working-set positions ``p`` and ``q`` (both ``< n_w``): data, rows and the rows' columns."""
-    swap_positions(p, q, X, norms, labels, inv_c, diag, alpha, G, order, position)
-    for r in range(rows.shape[1]):
-        rows[p, r], rows[q, r] = rows[q, r], rows[p, r]
-    for t in range(n_w):
-        rows[t, p], rows[t, q] = rows[t, q], rows[t, p]
-
-
-@njit(cache=True, nogil=True)
-def _drop_inactive(n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows):
-    """Move the working-set points with zero weight behind the active ones; returns the new ``n_w``.
-
-    Their rows are no longer needed: the gradient ``G = Q a`` only reads rows with ``a_t > 0``.
-    """
-    front = 0
-    back = n_w - 1
-    while True:
-        while front <= back and alpha[front] > 0.0:
-            front += 1
-        while back >= front and alpha[back] <= 0.0:
-            back -= 1
-        if front >= back:
-            break
-        _swap_with_rows(front, back, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
-    return front
-
-
-@njit(cache=True, nogil=True)  # releases the GIL like the binary loop
-def solve_dense_joint_loop(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, diag, lam,
-                           second_rule, gmdm_k, eta, tol, max_iter, max_time, init_idx, init_alpha, rows,
-                           growth_divisor):
-    """:func:`coresvm.solvers.dense.solve_dense_loop` for the label-Gram kernel, in the row buffer ``rows``.
-
-    ``rows`` has shape ``(capacity, m)`` (uninitialised; float32 or float64).  A round adds at most
-    ``max(BATCH, n_w // growth_divisor)`` violators.
-    ``X, norms, labels, inv_c, diag`` are the problem's own copies, permuted in
-    place.  Returns (alpha over all m points in the original order, steps, gap,
-    scale, status, a'Qa, rows computed, rounds); status ``STATUS_CORE_SET_FULL``
-    when the support outgrew the buffer (the solution so far is feasible).
-    """
-    m = X.shape[0]
-    capacity = rows.shape[0]
-    dots = np.empty((DOT_CHUNK, m))
-    order = np.arange(m)
-    position = np.arange(m)
-    alpha = np.zeros(m)
-    G = np.zeros(m)
-    n_w = move_batch_to_front(init_idx, 0, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
-    alpha[:n_w] = init_alpha
-    _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, 0, n_w, rows, dots)
-    rows_computed = n_w
-    n2, D = refresh_gradient(rows, alpha, n_w, diag, G)
-    t_start = now()
-    steps = 0
-    rounds = 0
-    status = STATUS_MAX_ITER
-    gap, scale = gap_and_scale(G, diag, lam, n2, D)
-    outer_rel_gap = gap / scale
-    while True:
-        taken, inner_tol, n2, D, gap, scale, stop = solve_round(rows, alpha, G, diag, n_w, lam, second_rule,
-                                                                gmdm_k, eta, tol, outer_rel_gap, max_iter, steps,
-                                                                max_time, t_start, inv_c[:0])
-        steps += taken
-        rounds += 1
-        outer_rel_gap = gap / scale
-        if stop != ROUND_GOES_ON:
-            status = stop
-            break
-        batch = max(BATCH, n_w // growth_divisor)
-        new = worst_outside(G, diag, lam, n_w, vertex_score(n2, lam, D) - 0.5 * tol * scale, batch)
-        if new.shape[0] == 0:
-            if taken == 0 and inner_tol <= 0.5 * tol:
-                break  # numerically stuck (not expected): stop rather than loop
-            continue
-        new_points = order[new]
-        if n_w + new_points.shape[0] > capacity:
-            n_w = _drop_inactive(n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
-            room = capacity - n_w
-            if room <= 0:
-                status = STATUS_CORE_SET_FULL
-                break
-            new_points = new_points[:room]  # the worst violators first
-        first = n_w
-        n_w = move_batch_to_front(new_points, n_w, X, norms, labels, inv_c, diag, alpha, G, order, position, rows)
-        _fill_joint_rows(X, norms, labels, same, other, inv_c, kind, gamma, coef0, degree, bias, first, n_w, rows,
-                         dots)
-        rows_computed += n_w - first
-    alpha_original = np.zeros(m)
-    for t in range(n_w):
-        alpha_original[order[t]] = alpha[t]
-    return alpha_original, steps, gap, scale, status, n2, rows_computed, rounds
-
-
 def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: np.ndarray | None = None,
                     init_alpha: np.ndarray | None = None) -> SolverResult:
-    """Solve the joint ``problem`` with :func:`solve_dense_joint_loop`, like :func:`~coresvm.solvers.dense.run_dense`.
+    """Solve the joint ``problem`` with :func:`~coresvm.solvers.dense.solve_dense_loop`, like
+    :func:`~coresvm.solvers.dense.run_dense`.
 
     The row buffer takes at most ``options.cache_bytes`` (:func:`row_capacity`).  If the support outgrows it,
     the core-set solver (``run_engine``) continues from the solution reached, with the iterations and time
@@ -242,21 +93,21 @@ def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: n
     if len(init_idx) > capacity:  # a warm start larger than the buffer: the core-set solver takes it
         return run_engine(problem, options, init_idx, init_alpha)
     same, other = _two_label_products(problem.label_gram)
-    rows = np.empty((capacity, m), dtype=gram_dtype(options.tol))
+    rows = np.empty((capacity, m), dtype=gram_dtype(options.tol))  # lent to the loop as memory
     kernel = problem.kernel
     start = time.perf_counter()
     # One thread: BLAS's own threads spin-wait between the loop's small products (chunks of DOT_CHUNK rows)
     # and doubled the CPU time for no gain in wall time.
     with single_threaded_blas():
-        alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_dense_joint_loop(
+        alpha, steps, gap, scale, status, n2, n_rows, rounds = solve_dense_loop(
             np.array(X, dtype=np.float64, order="C", copy=True), problem.norms.astype(np.float64),
-            np.array(problem.y, dtype=np.float64), same, other, problem.inv_c.copy(),
-            np.int64(kernel.code), float(kernel.gamma), float(kernel.coef0), float(kernel.degree), problem.bias_term,
-            problem.diag.copy(), float(problem.lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]),
-            float(options.gmdm_k), float(options.eta), float(options.tol), np.int64(options.max_iter),
-            float(options.max_time), init_idx, np.ascontiguousarray(init_alpha), rows,
-                np.int64(GROWTH_DIVISOR),
-        )
+            np.array(problem.y, dtype=np.float64), problem.inv_c.copy(), np.int64(kernel.code), float(kernel.gamma),
+            float(kernel.coef0), float(kernel.degree), float(problem.bias_term), problem.diag.copy(),
+            float(problem.lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
+            float(options.eta), float(options.tol), np.int64(options.max_iter), float(options.max_time), init_idx,
+            np.ascontiguousarray(init_alpha), np.int64(BATCH), joint_rows(same, other, options.max_iter),
+            *NO_OLD_DOTS, False, rows, *NO_KEPT_ORDER, False, False,
+        )[:8]
     del rows
     elapsed = time.perf_counter() - start
     support = np.flatnonzero(alpha > 0)
@@ -264,6 +115,11 @@ def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: n
         return _continue_with_core_set(problem, options, support, alpha[support], int(steps), elapsed)
     return solver_result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
                          rounds=int(rounds), cache_bytes=int(capacity) * m * np.dtype(gram_dtype(options.tol)).itemsize)
+
+
+# No inner products of an earlier fit (old_dots, old_points, old_slots, old_columns), no kept order or 1/C.
+NO_OLD_DOTS = (np.empty((0, 0)), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+NO_KEPT_ORDER = (np.empty(0, dtype=np.int64), np.empty(0))
 
 
 def _two_label_products(label_gram: np.ndarray) -> tuple[float, float]:
