@@ -31,6 +31,10 @@ Only the rows of the working set are ever written into the (uninitialised)
 ``m x m`` buffer, so the resident memory is ``n_w * m * 8`` bytes for the
 largest working set.
 
+The same loop solves the joint multiclass problem (:mod:`~coresvm.solvers.dense_joint`): its labels are class
+indices and its label factor the label Gram's (:class:`RowScheme`), and its row buffer holds the rows the byte
+budget allows rather than ``m``.
+
 :func:`run_dense_rows` takes a sub-problem as row indices of the full training
 matrix: the rows, norms, signs, ``1/C_i``, the diagonal and the random start are
 built inside the same compiled call (:func:`solve_rows_dense`), so one-vs-one
@@ -58,7 +62,7 @@ from .sampling import balanced_start
 from .steps import vertex_score
 
 # Violators added per round (the worst first): at least BATCH, and n_w / GROWTH_DIVISOR once the working set is
-# larger, so that it grows geometrically (dense_joint.py uses the same divisor).  Larger batches mean fewer
+# larger, so that it grows geometrically (binary and joint problems alike).  Larger batches mean fewer
 # rounds but more kernel rows of points that never become support vectors; 32 was the fastest of 16-128 on the
 # USPS, letter and pendigits one-vs-one pairs (benchmarks/results/multiclass.md), whose working sets stay below
 # 8 * 32 points.  An ijcnn1 fold of 1,000 points at small C has every point in its support: from the 20-point
