@@ -104,6 +104,35 @@ def test_the_compiled_loop_releases_the_gil():
         assert clock.now.targetoptions.get("nogil") is True
 
 
+@pytest.mark.parametrize("joint", [False, True])
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+@pytest.mark.parametrize("dot_chunk", [0, 7])
+def test_one_row_fill_gives_the_binary_and_the_joint_rows_of_Q(joint, kernel, dot_chunk):
+    """_fill_rows, shared by both problems: signs with label factors (1, -1) or class indices with the simplex label
+    Gram's two values give the rows of the explicit Q, in float64 and float32, whether the inner products come in one
+    BLAS product (dot_chunk 0) or through a buffer of 7 rows."""
+    from coresvm.joint import joint_problem
+    from coresvm.solvers.dense import _fill_rows
+
+    spec = KernelSpec(kernel, gamma=0.5, coef0=1.0, degree=2)
+    if joint:
+        X, y = make_blobs(n_samples=50, centers=4, n_features=3, random_state=0)
+        problem = joint_problem(X, y, 4, np.full(50, 3.0), spec)
+        same, other = problem.label_gram[0, 0], problem.label_gram[0, 1]
+    else:
+        problem = make_problem(m=50, kernel=kernel)
+        same, other = 1.0, -1.0
+    Q = problem.dense_Q()
+    labels = np.asarray(problem.y, dtype=np.float64)
+    for dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-6)):
+        rows = np.full((50, 50), np.nan, dtype=dtype)
+        _fill_rows(problem.X.astype(np.float64), problem.norms, labels, same, other, problem.inv_c, spec.code,
+                   spec.gamma, spec.coef0, float(spec.degree), problem.bias_term, 3, 41, rows,
+                   np.empty((dot_chunk, 50)))
+        np.testing.assert_allclose(rows[3:41], Q[3:41], rtol=rtol, atol=rtol)
+        assert np.isnan(rows[:3]).all() and np.isnan(rows[41:]).all()  # only the rows asked for are written
+
+
 def test_clock_reads_perf_counter_seconds():
     before = time.perf_counter()
     reading = clock.now()
