@@ -187,7 +187,7 @@ def test_imdm_never_takes_a_worse_step_than_mdm():
         v = int(np.argmin(g))
         decrease = {}
         for rule in (SECOND_MDM, SECOND_IMDM):
-            u = select_second_vertex(Q, alpha, g, np.diag(Q).copy(), n, 0.0, v, g[v], rule, 0.5)
+            u = select_second_vertex(Q, alpha, g, np.diag(Q).copy(), n, 0.0, v, g[v], rule, 0.5, np.empty(0))
             if u < 0:
                 decrease[rule] = 0.0
                 continue
@@ -198,7 +198,7 @@ def test_imdm_never_takes_a_worse_step_than_mdm():
 
 @pytest.mark.parametrize("lam", [0.0, 1.0])
 def test_imdm_picks_the_partner_of_the_largest_clipped_decrease(lam):
-    """select_second_vertex's IMDM (compared without a division per point) is the argmax of partner_value's
+    """select_second_vertex's IMDM (its vectorized values pass, then the first largest) is the argmax of partner_value's
     decrease over the active points scoring above the toward vertex, with clipped and unclipped steps."""
     rng = np.random.RandomState(1)
     n_clipped = n_unclipped = 0
@@ -221,7 +221,7 @@ def test_imdm_picks_the_partner_of_the_largest_clipped_decrease(lam):
                 values[t] = partner_value(d, c, alpha[t], True, 0.5)
                 n_clipped += bool(-d / (2 * c) >= alpha[t])
                 n_unclipped += bool(-d / (2 * c) < alpha[t])
-        u = select_second_vertex(Q, alpha, g, diag, n, lam, v, scores[v], SECOND_IMDM, 0.5)
+        u = select_second_vertex(Q, alpha, g, diag, n, lam, v, scores[v], SECOND_IMDM, 0.5, np.empty(n))
         if values.max() <= 0:
             assert u < 0
         else:

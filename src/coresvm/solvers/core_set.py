@@ -79,14 +79,20 @@ def _core_set_sums(alpha, G, diag_w, n_w, lam):
 
 
 @njit(cache=True)
-def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k):
+def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values):
     """The active point that gives weight to ``p_i`` in a pairwise step ``e_{p_i} - e_t``, or -1.
 
     Among active points scoring above ``best`` (the score ``G - lam/2 diag`` of
     ``p_i``): MDM the largest score; IMDM the largest decrease of the clipped
     step (Franc; Strack 2013, eq. 5.33); GMDM ``-f'(0) / curvature^(k/2)`` (eq. 5.35).
+    ``values``: work space of at least ``n_w`` entries for IMDM (allocated when shorter).
     Shared by the core-set inner solve and the gsvm family.
     """
+    if second_rule == SECOND_IMDM:
+        if values.shape[0] < n_w:
+            values = np.empty(n_w)
+        imdm_values(Kw[p_i], alpha, G, diag_w, n_w, lam, G[p_i], diag_w[p_i], best, values)
+        return first_largest_positive(values, n_w)
     row_i = Kw[p_i]
     G_i = G[p_i]
     Q_ii = diag_w[p_i]
@@ -107,26 +113,40 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
         derivative, curvature = pairwise_direction(G_i, G[t], Q_ii, diag_w[t], row_i[t], lam)
         if curvature <= CURVATURE_FLOOR:
             continue
-        if second_rule == SECOND_IMDM:
-            # partner_value's IMDM decrease without a division per point: the unclipped step -d/(2c) < a_t
-            # decreases the objective by d^2/(4c), compared as d^2 > 4c * best; the clipped one (a_t) by
-            # -(d a_t + c a_t^2); d >= 0: no decrease.  The same choice (tests/test_geometric.py), 4.4 -> 3.0 ns
-            # per point of a 600-point working set; the ijcnn1 pattern searches' solves took 15-25% less time.
-            if derivative >= 0.0:
-                continue
-            a_t = alpha[t]
-            if -derivative < 2.0 * curvature * a_t:
-                if derivative * derivative > 4.0 * curvature * best_value:
-                    best_value = derivative * derivative / (4.0 * curvature)
-                    p_j = t
-                continue
-            value = -(derivative * a_t + curvature * a_t * a_t)
-        else:
-            value = partner_value(derivative, curvature, alpha[t], False, gmdm_k)
+        value = partner_value(derivative, curvature, alpha[t], False, gmdm_k)
         if value > best_value:
             best_value = value
             p_j = t
     return p_j
+
+
+# NumPy's error model: without the branch that raises Python's ZeroDivisionError, LLVM vectorizes the loop
+# (AVX2: 2.3 -> 0.7 ns per point, with the argmax pass 1.4; the search is most of a pairwise step's time).
+@njit(cache=True, error_model="numpy")
+def imdm_values(row_i, alpha, G, diag_w, n_w, lam, G_i, Q_ii, best, values):
+    """IMDM's value of every point as the partner of the toward vertex (score ``best``): the objective's
+    decrease by the pairwise step clipped at the point's weight (Strack 2013, eq. 5.33); 0 where the point
+    cannot be a partner (no weight, a score not above ``best``, or a flat direction)."""
+    for t in range(n_w):
+        a_t = alpha[t]
+        derivative, curvature = pairwise_direction(G_i, G[t], Q_ii, diag_w[t], row_i[t], lam)
+        unclipped = derivative * derivative / (4.0 * curvature)  # the step -d / (2c) stays below a_t
+        clipped = -(derivative * a_t + curvature * a_t * a_t)
+        value = unclipped if -derivative < 2.0 * curvature * a_t else clipped
+        partner = (a_t > 0.0) & (vertex_score(G[t], lam, diag_w[t]) > best) & (curvature > CURVATURE_FLOOR)
+        values[t] = value if partner & (derivative < 0.0) else 0.0
+
+
+@njit(cache=True)
+def first_largest_positive(values, n):
+    """The first position of the largest positive value among ``values[:n]``, or -1 when none is positive."""
+    position = -1
+    largest = 0.0
+    for t in range(n):
+        if values[t] > largest:
+            largest = values[t]
+            position = t
+    return position
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
@@ -147,6 +167,7 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     steps = 0
     rel_gap = np.inf
     t_start = now()
+    values = np.empty(n_w)  # the second-vertex search's work space
     n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
     while True:
         if steps % 1024 == 1023:
@@ -166,7 +187,7 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             break
         row_i = Kw[p_i]
         Q_ii = diag_w[p_i]
-        p_j = select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k)
+        p_j = select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values)
         if p_j < 0:
             # only one active point: a Frank-Wolfe toward step (Frandi et al. 2013, eq. 29)
             derivative, curvature = toward_direction(G[p_i], Q_ii, n2, D, lam)
