@@ -13,6 +13,7 @@ from coresvm.kernels import (
     KERNEL_CODES,
     KernelSpec,
     as_solver_data,
+    fused_rbf_sums,
     kernel_block,
     kernel_diagonal,
     kernel_product,
@@ -117,6 +118,28 @@ def test_kernel_product_blocks_and_threads(monkeypatch, n_threads):
     coef = np.random.RandomState(2).randn(11)
     got = kernel_product(A, B, SPECS["rbf"], coef, n_threads=n_threads)
     np.testing.assert_allclose(got, rbf_kernel(A, B, gamma=0.15) @ coef, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 8, 9])  # the fused float32 loop up to FUSED_MAX_FEATURES, then BLAS
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_float32_rbf_product_of_few_features_is_within_float32_rounding(monkeypatch, n_features, n_threads):
+    """Dense float32 RBF products of few features run fused_rbf_sums (squared distances, exp and weighted sum per
+    row); the result is the float64 product to float32 rounding, also far from the origin, where the factorized
+    form is not allowed."""
+    import coresvm.kernels as kernels
+
+    monkeypatch.setattr(kernels, "BLOCK_VALUES", 64)  # many row blocks
+    monkeypatch.setattr(kernels, "GEMM_MIN_ROWS", 8)
+    calls = []
+    monkeypatch.setattr(kernels, "fused_rbf_sums", lambda *args: calls.append(1) or fused_rbf_sums(*args))
+    rng = np.random.RandomState(0)
+    A, B = 3.0 * rng.randn(301, n_features) + 5.0, 3.0 * rng.randn(57, n_features) + 5.0
+    coef = rng.randn(57)
+    gamma = 2.0 / n_features
+    expected = rbf_kernel(A, B, gamma=gamma) @ coef
+    got = kernel_product(A, B, KernelSpec("rbf", gamma), coef, n_threads=n_threads, precision=np.float32)
+    assert bool(calls) == (n_features <= kernels.FUSED_MAX_FEATURES)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6 * np.abs(coef).sum())
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

@@ -141,6 +141,45 @@ def _exp_float32_in_place(flat):
         flat[i] = flat[i] * p
 
 
+# Dense float32 RBF products with at most this many features: kernel_product computes each row's squared
+# distances, exp and weighted sum in compiled passes over a work row that stays in L1, instead of a GEMM whose
+# inner dimension is only d and eight NumPy passes over a block in memory.
+FUSED_MAX_FEATURES = 8
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _float32_dot(a, b):
+    """``a @ b`` for float32 vectors, summed in float32 lanes (reassociated: vectorized, like BLAS's sgemv)."""
+    total = np.float32(0.0)
+    for j in range(a.shape[0]):
+        total += a[j] * b[j]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def fused_rbf_sums(A, B_t, coef, gamma, work, out):
+    """``out[i] = sum_j coef[j] exp(-gamma |A_i - B_j|^2)`` for float32 ``A`` (n x d) and ``B_t`` (d x m, ``B``
+    transposed), ``work`` a float32 row of ``m``.  The direct form: no exponent range to guard."""
+    d = A.shape[1]
+    minus_gamma = np.float32(-gamma)
+    for i in range(A.shape[0]):
+        a0 = A[i, 0]
+        first = B_t[0]
+        for j in range(work.shape[0]):
+            diff = a0 - first[j]
+            work[j] = diff * diff
+        for k in range(1, d):
+            a_k = A[i, k]
+            row = B_t[k]
+            for j in range(work.shape[0]):
+                diff = a_k - row[j]
+                work[j] += diff * diff
+        for j in range(work.shape[0]):
+            work[j] *= minus_gamma
+        _exp_float32_in_place(work)
+        out[i] = _float32_dot(work, coef)
+
+
 def exp_in_place(values: np.ndarray) -> np.ndarray:
     """``np.exp(values, out=values)``; C-contiguous float32 arrays by :func:`_exp_float32_in_place` (see above)."""
     if values.dtype == np.float32 and values.flags.c_contiguous and values.size:
@@ -276,10 +315,18 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     rows = product_block_rows(n_b)
     scaled_right = RightOperand(B_scaled, A, precision) if factorizable else None
     right = RightOperand(B, A, precision)
+    fused = (spec.name == "rbf" and single and coef.ndim == 1 and isinstance(A, np.ndarray)
+             and isinstance(B, np.ndarray) and 0 < A.shape[1] <= FUSED_MAX_FEATURES)
+    if fused:
+        B_t, A = np.ascontiguousarray(B.T), np.ascontiguousarray(A)
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
-        if factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
+        if fused:
+            sums = np.empty(stop - start, dtype=np.float32)
+            fused_rbf_sums(A[start:stop], B_t, coef_direct, spec.gamma, np.empty(n_b, dtype=np.float32), sums)
+            out[start:stop] = sums
+        elif factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
             block = scaled_right.products(A[start:stop])
             exp_in_place(block)
             # scaled in float64 (the float32 product is widened first)
