@@ -24,6 +24,7 @@ from .kernels import (
     resolve_gamma,
     single_threaded_blas,
     squared_norms,
+    within_process_thread_limit,
 )
 from .multiclass import (
     BinaryModel,
@@ -464,6 +465,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
 
     # --------------------------------------------------------------------- fit
     @unfitted_on_failure
+    @within_process_thread_limit
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM.
 
