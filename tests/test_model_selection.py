@@ -454,15 +454,17 @@ def test_parallel_fits_run_with_limited_threads():
     import numba
     from threadpoolctl import threadpool_info
 
+    from coresvm.kernels import default_kernel_threads
     from coresvm.model_selection import _inner_thread_limit, _limited_threads
 
     assert _inner_thread_limit(1) is None
     assert _inner_thread_limit(2) == max(1, (__import__("os").cpu_count() or 1) // 2)
-    before = numba.get_num_threads()
+    before = numba.get_num_threads(), default_kernel_threads()
     with _limited_threads(1):
         assert numba.get_num_threads() == 1
+        assert default_kernel_threads() == 1  # the kernel products' own threads too
         assert all(pool["num_threads"] == 1 for pool in threadpool_info())
-    assert numba.get_num_threads() == before
+    assert (numba.get_num_threads(), default_kernel_threads()) == before
 
 
 # ---------------------------------------------------------------------- nested cross-validation

@@ -169,8 +169,9 @@ def test_reproducible_with_random_state(blob):
 def test_max_time_keeps_the_model_so_far():
     X = np.random.RandomState(0).randn(3000, 5)
     model = CoreOneClassSVM(C=0.01, tol=1e-12, max_time=0.05, random_state=0)
-    with pytest.warns(ConvergenceWarning):
+    with pytest.warns(ConvergenceWarning) as caught:
         model.fit(X)
+    assert all(w.filename == __file__ for w in caught if issubclass(w.category, ConvergenceWarning))  # our line
     assert model.fit_status_ == 1
     assert np.all(np.isfinite(model.decision_function(X[:10])))
 

@@ -22,7 +22,7 @@ from ._validation import (
 )
 from .data import is_memory_mapped, read_rows
 from .estimator import CoreEstimatorBase, check_sample_weight
-from .kernels import resolve_gamma
+from .kernels import resolve_gamma, within_process_thread_limit
 
 # Representative sets kept for reuse across C (Nandan et al. 2014 Sec. 4.3: "computed once per g").
 # GridSearchCV visits (candidate, fold) pairs candidate-major, so the cache must hold one
@@ -235,6 +235,7 @@ class AESVC(ClassifierMixin, CoreEstimatorBase):
 
     # --------------------------------------------------------------------- fit
     @unfitted_on_failure
+    @within_process_thread_limit
     def fit(self, X, y, sample_weight=None):
         """Derive the representative set (or reuse it) and train the weighted SVM on it.
 

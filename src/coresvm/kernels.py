@@ -16,13 +16,15 @@ Two evaluation paths share one definition of each kernel:
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, types
@@ -460,27 +462,97 @@ def run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None
 _BLAS_CONTROLLER: ThreadpoolController | None = None
 _THREAD_SETTINGS = threading.local()
 _CPU_COUNT = os.cpu_count() or 1
+# The variable a parent pool sets in its worker processes: joblib's loky backend to ``cores // n_jobs`` (with
+# NUMBA_NUM_THREADS and the BLAS variables), Dask's nanny to 1 (``distributed.nanny.pre-spawn-environ``, without
+# NUMBA_NUM_THREADS).
+THREAD_LIMIT_VARIABLE = "OMP_NUM_THREADS"
+
+
+def thread_limit_from_environ(environ: Mapping[str, str]) -> int | None:
+    """The thread limit ``environ`` sets for this process: ``OMP_NUM_THREADS`` when it is a positive integer
+    (the first of a comma-separated list of nesting levels, as OpenMP reads it), else None."""
+    first = environ.get(THREAD_LIMIT_VARIABLE, "").split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) > 0 else None
+
+
+@functools.cache
+def process_kernel_threads() -> int:
+    """Threads coresvm's kernel products and Numba loops use in this process when nothing else is set.
+
+    All cores, or fewer when the process was started with a limit: ``OMP_NUM_THREADS`` (which joblib's
+    process workers and Dask's worker processes get, see :data:`THREAD_LIMIT_VARIABLE`) or
+    ``NUMBA_NUM_THREADS`` (Numba's own pool size).  Read from the environment once, at the first call:
+    this is asked for every kernel product.  The environment and not threadpoolctl's view of the BLAS pools
+    because those are what coresvm itself holds to one thread around its kernel blocks, and reading them
+    scans the loaded libraries (about 10 ms).
+    """
+    inherited = thread_limit_from_environ(os.environ) or _CPU_COUNT
+    return max(1, min(_CPU_COUNT, inherited, numba.config.NUMBA_NUM_THREADS))
 
 
 def default_kernel_threads() -> int:
-    """Threads ``kernel_product`` uses when not told: all cores, unless this thread set a limit.
+    """Threads ``kernel_product`` uses when not told: :func:`process_kernel_threads`, unless this thread set a
+    limit.
 
     Parallel one-vs-one training runs one sub-problem per worker thread; each
     worker sets its limit to 1 (:func:`limit_kernel_threads`) so the workers do
     not each start a pool of ``cpu_count`` threads.
     """
-    return getattr(_THREAD_SETTINGS, "n_threads", None) or _CPU_COUNT
+    return getattr(_THREAD_SETTINGS, "n_threads", None) or process_kernel_threads()
 
 
 @contextmanager
 def limit_kernel_threads(n_threads: int):
-    """Within the context, ``kernel_product`` calls of *this thread* use at most ``n_threads`` threads."""
+    """Within the context, ``kernel_product`` calls and coresvm's parallel Numba loops of *this thread* use at
+    most ``n_threads`` threads (Numba's count is per thread: other threads keep theirs)."""
     previous = getattr(_THREAD_SETTINGS, "n_threads", None)
     _THREAD_SETTINGS.n_threads = int(n_threads)
     try:
-        yield
+        with _numba_threads(n_threads):
+            yield
     finally:
         _THREAD_SETTINGS.n_threads = previous
+
+
+def within_process_thread_limit(fit: Callable) -> Callable:
+    """Decorate an estimator's ``fit``: its Numba loops use at most :func:`process_kernel_threads` threads
+    (kernel products follow that count already, through :func:`default_kernel_threads`).
+
+    A fit in a joblib or Dask worker process then uses the threads the parent pool gave the process, not
+    every core.  A limit the calling thread set (:func:`limit_kernel_threads`: CoreSVC's ``n_jobs`` workers,
+    PatternSearchCV's jobs) wins, and so does a lower Numba count the caller set.  A plain function, not a
+    context decorator: its frame is coresvm's, so warnings still point at the user's call.
+    """
+
+    @functools.wraps(fit)
+    def limited(*args, **kwargs):
+        n_threads = _inherited_numba_threads()
+        if n_threads is None:
+            return fit(*args, **kwargs)
+        with _numba_threads(n_threads):
+            return fit(*args, **kwargs)
+
+    return limited
+
+
+def _inherited_numba_threads() -> int | None:
+    """Numba threads for a fit on this thread under the process's limit; None: leave Numba as it is (no limit
+    below the cores, or this thread set its own; not asking Numba, which starts its pool)."""
+    limit = process_kernel_threads()
+    if getattr(_THREAD_SETTINGS, "n_threads", None) is not None or limit >= _CPU_COUNT:
+        return None
+    return min(limit, numba.get_num_threads())
+
+
+@contextmanager
+def _numba_threads(n_threads: int):
+    """This thread's Numba parallel loops on ``n_threads`` threads (at most Numba's pool), restored after."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def single_threaded_blas():

@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-import os
 import sys
 import threading
 import time
@@ -49,6 +48,7 @@ from sklearn.utils.validation import _check_method_params, _num_samples, indexab
 from threadpoolctl import ThreadpoolController
 
 from .cache import cache_budgets
+from .kernels import limit_kernel_threads, process_kernel_threads
 from .warm_start import WarmStart
 
 __all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
@@ -453,28 +453,22 @@ def _most_uncertain_point(shape: tuple[int, ...], evaluated) -> tuple[tuple[int,
 
 # ---------------------------------------------------------------------- evaluation of candidates
 def _inner_thread_limit(n_jobs) -> int | None:
-    """Threads per fit when fits run in parallel: cores // parallel jobs (None: no limit)."""
+    """Threads per fit when fits run in parallel: the process's threads (its cores, or fewer when it runs in a
+    joblib or Dask worker: :func:`~coresvm.kernels.process_kernel_threads`) // parallel jobs (None: no limit)."""
     workers = effective_n_jobs(n_jobs)
     if workers <= 1:
         return None
-    return max(1, (os.cpu_count() or 1) // workers)
+    return max(1, process_kernel_threads() // workers)
 
 
 @contextmanager
 def _limited_threads(n_threads: int | None):
-    """Hold Numba's and the BLAS/OpenMP pools to n_threads inside one job (in the worker)."""
+    """Hold the kernel products, Numba and the BLAS/OpenMP pools to n_threads inside one job (in the worker)."""
     if n_threads is None:
         yield
         return
-    import numba
-
-    previous = numba.get_num_threads()  # thread-local in Numba
-    numba.set_num_threads(max(1, min(n_threads, numba.config.NUMBA_NUM_THREADS)))
-    try:
-        with _limited_blas(n_threads):
-            yield
-    finally:
-        numba.set_num_threads(previous)
+    with limit_kernel_threads(n_threads), _limited_blas(n_threads):
+        yield
 
 
 _BLAS_LIMIT_LOCK = threading.Lock()

@@ -29,9 +29,9 @@ import numpy as np
 from sklearn.base import OutlierMixin
 from sklearn.utils import check_random_state
 
-from ._validation import check_choice, check_kernel_range, check_positive
+from ._validation import caller_stacklevel, check_choice, check_kernel_range, check_positive
 from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
-from .kernels import kernel_product, resolve_gamma, squared_norms
+from .kernels import kernel_product, resolve_gamma, squared_norms, within_process_thread_limit
 from .problem import SimplexProblem
 from .solvers.core_set import core_set_capacity
 from .solvers.driver import run_engine
@@ -254,6 +254,7 @@ class CoreOneClassSVM(OutlierMixin, CoreEstimatorBase):
         )
 
     # --------------------------------------------------------------------- fit
+    @within_process_thread_limit
     def fit(self, X, y=None, sample_weight=None):
         """Fit the one-class model on (mostly) normal data.
 
@@ -368,8 +369,9 @@ class CoreOneClassSVM(OutlierMixin, CoreEstimatorBase):
             f"{core_set_capacity(options.cache_bytes, options.tol)} points) before convergence; the model so "
             "far is kept. Increase cache_size, or C (fewer support vectors; C='auto' gives about "
             "nu * n_samples of them).") if result.status == "core_set_full" else None
-        # warn_unconverged <- _warn_if_unconverged <- fit <- the caller
-        warn_unconverged("CoreOneClassSVM", result.status, result.rel_gap, self.tol, 3, core_set_message)
+        # at the first frame outside coresvm (fit is decorated)
+        warn_unconverged("CoreOneClassSVM", result.status, result.rel_gap, self.tol, caller_stacklevel(),
+                         core_set_message)
 
     # ----------------------------------------------------------------- predict
     def _raw_scores(self, X) -> np.ndarray:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
 from .kernels import limit_kernel_threads
@@ -96,16 +95,12 @@ class TimeBudget:
 
 def work_through_queue(queue: ProblemQueue, solve: Callable) -> None:
     """``solve`` items of ``queue`` until it is empty, kernel products and Numba loops on this thread."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)  # thread-local in Numba
     try:
-        with limit_kernel_threads(1):
+        with limit_kernel_threads(1):  # kernel products and Numba loops
             while (next_item := queue.next()) is not None:
                 position, item = next_item
                 queue.results[position] = solve(item)
     except BaseException:
         queue.abandon()  # the other workers stop after their current item
         raise
-    finally:
-        numba.set_num_threads(previous)
 

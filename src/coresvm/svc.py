@@ -24,6 +24,7 @@ from .kernels import (
     resolve_gamma,
     single_threaded_blas,
     squared_norms,
+    within_process_thread_limit,
 )
 from .multiclass import (
     BinaryModel,
@@ -275,7 +276,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         drawn before any is dispatched, so the model is identical for every
         ``n_jobs``.  With ``n_jobs > 1`` every worker runs its kernel
         products, BLAS and Numba code on one thread, so the workers do not
-        oversubscribe the cores.
+        oversubscribe the cores.  Otherwise a large sub-problem's kernel
+        products and Numba loops use every core, or the limit the process was
+        started with (``OMP_NUM_THREADS``, ``NUMBA_NUM_THREADS``), as joblib's
+        and Dask's worker processes are (docs: installation, Threads).
     probability : bool, default=False
         Fit Platt sigmoids ``P(y=+1|f) = 1/(1+exp(A f + B))`` to decision values
         of held-out points from an internal 5-fold stratified cross-validation
@@ -464,6 +468,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
 
     # --------------------------------------------------------------------- fit
     @unfitted_on_failure
+    @within_process_thread_limit
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM.
 

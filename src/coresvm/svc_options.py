@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_choice, check_integer, check_positive, class_weight_per_sample
+from ._validation import (
+    caller_stacklevel,
+    check_choice,
+    check_integer,
+    check_positive,
+    class_weight_per_sample,
+)
 from .cache import cache_budgets
 from .estimator import warn_unconverged
 from .kernels import KernelSpec
@@ -200,9 +206,8 @@ class SVCParameters:
                 f"{what}: the core set filled its memory budget (cache_size={self.cache_size!r}: "
                 f"{budget / 2**20:.4g} MB holds {core_set_capacity(budget, float(solver_tol))} points) before "
                 f"convergence (relative gap {relative_gap:.2e}); the model so far is kept. Increase cache_size.")
-        # Called from fit's helpers: _warn_if_stopped_early <- (_warn_unconverged | _fit_joint) <- fit
-        # <- unfitted_on_failure <- the caller.
-        warn_unconverged(what, status, relative_gap, self.tol, 5, core_set_message)
+        # Called from fit's helpers, under fit's decorators: the warning points at the first frame outside coresvm.
+        warn_unconverged(what, status, relative_gap, self.tol, caller_stacklevel(), core_set_message)
 
     @property
     def _frank_wolfe_radius_test(self) -> bool:
