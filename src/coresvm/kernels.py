@@ -305,10 +305,14 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if single:
         A, B = A.astype(np.float32, copy=False), B.astype(np.float32, copy=False)
     limit = rbf_factor_limit(precision)
-    if spec.name == "rbf":
+    fused = (spec.name == "rbf" and single and coef.ndim == 1 and isinstance(A, np.ndarray)
+             and isinstance(B, np.ndarray) and 0 < A.shape[1] <= FUSED_MAX_FEATURES)
+    if fused:  # fused_rbf_sums takes the direct form: no norms, no factorized operands
+        B_t, A = np.ascontiguousarray(B.T), np.ascontiguousarray(A)
+    elif spec.name == "rbf":
         norms_a = squared_norms(A) if norms_a is None else norms_a
         norms_b = squared_norms(B) if norms_b is None else norms_b
-    factorizable = spec.name == "rbf" and rbf_factorizable(spec, 0.0, norms_b, limit)
+    factorizable = not fused and spec.name == "rbf" and rbf_factorizable(spec, 0.0, norms_b, limit)
     coef_shape = (-1,) + (1,) * (coef.ndim - 1)
     if factorizable:
         B_scaled = B * (np.float32(2.0 * spec.gamma) if single else 2.0 * spec.gamma)
@@ -317,10 +321,6 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     rows = product_block_rows(n_b)
     scaled_right = RightOperand(B_scaled, A, precision) if factorizable else None
     right = RightOperand(B, A, precision)
-    fused = (spec.name == "rbf" and single and coef.ndim == 1 and isinstance(A, np.ndarray)
-             and isinstance(B, np.ndarray) and 0 < A.shape[1] <= FUSED_MAX_FEATURES)
-    if fused:
-        B_t, A = np.ascontiguousarray(B.T), np.ascontiguousarray(A)
 
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)

@@ -330,10 +330,12 @@ def _mn_step(gram, alpha, g, diag, n_sv, v, u, eta):
 
 @njit(cache=True)
 def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k, eta,
-              radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv):
+              radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv,
+              partner_values):
     """Bring the violator ``v_point`` into the SV set and take SphereSVM's or MNSVM's step (Strack 2013 Algs. 3-4).
 
-    ``g_v`` is its ``g`` and ``best_row`` its row of ``Q`` over the SVs (used when it is not an SV yet).
+    ``g_v`` is its ``g`` and ``best_row`` its row of ``Q`` over the SVs (used when it is not an SV yet);
+    ``partner_values`` is the second-vertex search's work space (as many entries as the SV set's capacity).
     Returns (number of SVs, new w2, whether the SV set was full).  Shared by the compiled
     search (:func:`solve_ball`) and the block search (:func:`solve_ball_blocked`).
     """
@@ -352,7 +354,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
         n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, v_point, best_row, g_v,
                           diag_all[v_point], data, features)
     # 3. the step (BVM has its own loop, solve_bvm)
-    u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k, g[:0])
+    u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k, partner_values)
     if u < 0:
         # no SV to take weight from (v is the only one): an exact toward step
         derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
@@ -384,7 +386,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
                     lowest = g[t]
                     v_ref = t
             u_ref = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
-                                         gmdm_k, g[:0])
+                                         gmdm_k, partner_values)
             if u_ref < 0:
                 break
             w2 += _mn_step(gram, alpha, g, diag, n_sv, v_ref, u_ref, eta)
@@ -483,6 +485,7 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     diag = np.zeros(capacity)
     row = np.empty(capacity)
     best_row = np.empty(capacity)
+    partner_values = np.empty(capacity)  # ball_step's second-vertex search
     draw_buffer = np.empty(probe, dtype=np.int64)
     n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
                       diag_all[init_point], data, features)
@@ -526,7 +529,7 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
             old_points[:n_old] = sv_idx[:n_old]
             n_sv, w2, full = ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule,
                                        selection, gmdm_k, eta, radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos,
-                                       alpha, g, diag, gram, features, n_sv)
+                                       alpha, g, diag, gram, features, n_sv, partner_values)
             if full:
                 return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CORE_SET_FULL
             if tracking:
@@ -727,6 +730,7 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
     sv_pos = np.full(m, -1, dtype=np.int64)
     alpha, g, diag = np.zeros(capacity), np.zeros(capacity), np.zeros(capacity)
     row = np.empty(capacity)
+    partner_values = np.empty(capacity)  # ball_step's second-vertex search
     scorer = _BlockScorer(problem, features)
     if scorer.sparse:  # the scorer keeps the SVs' feature columns itself; ball_step keeps no feature rows
         features = np.zeros((1, 1))
@@ -758,7 +762,8 @@ def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws
                 if sv_pos[v_point] < 0:
                     scorer.row(v_point, row)  # from the block that found it
                 n_sv, w2, full = ball_step(*kargs, diag_all, rule, selection, gmdm_k, eta, radius2, w2, v_point,
-                                           g_v, row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv)
+                                           g_v, row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv,
+                                           partner_values)
                 if full:
                     return (sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation,
                             STATUS_CORE_SET_FULL)
