@@ -10,7 +10,15 @@ import coresvm.svc as svc_module
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec, kernel_product
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import draws_to_pass, duality_gap_weights, l2svm_duality_gap, violator_upper_bound
+from coresvm.solvers.core_set import (
+    EXTREME_BLOCK,
+    draws_to_pass,
+    duality_gap_weights,
+    first_largest_positive,
+    first_smallest,
+    l2svm_duality_gap,
+    violator_upper_bound,
+)
 from coresvm.solvers.driver import SolverOptions, run_engine
 
 
@@ -266,3 +274,21 @@ def test_mirror_new_rows_copies_the_new_rows_into_the_old_rows_columns():
     mirror_new_rows(gram, n, k, 0, 100)
     mirror_new_rows(gram, n, k, 100, n)
     np.testing.assert_array_equal(gram[:n, n:], gram[n:, :n].T)
+
+
+@pytest.mark.parametrize("n", [0, 1, EXTREME_BLOCK - 1, EXTREME_BLOCK, EXTREME_BLOCK + 1, 3 * EXTREME_BLOCK + 5, 1000])
+def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
+    # The blocked searches of the pairwise step must pick exactly what one scan picks: the first position of
+    # the extreme, ties included (a different pick would change the solver's path).
+    rng = np.random.default_rng(n)
+    for trial in range(20):
+        values = rng.integers(-3, 4, size=n + 3).astype(float)  # many ties; entries past n must be ignored
+        values[n:] = 10.0 if trial % 2 else -10.0
+        if trial == 5:
+            values[:n] = -1.0  # nothing positive
+        head = values[:n]
+        expected_max = int(np.argmax(head)) if n and head.max() > 0 else -1
+        assert first_largest_positive(values, n) == expected_max
+        position, smallest = first_smallest(values, n)
+        assert position == (int(np.argmin(head)) if n else -1)
+        assert smallest == (head.min() if n else np.inf)

@@ -137,16 +137,64 @@ def imdm_values(row_i, alpha, G, diag_w, n_w, lam, G_i, Q_ii, best, values):
         values[t] = value if partner & (derivative < 0.0) else 0.0
 
 
+# Positions of extremes are found in two steps: the extreme of every block of EXTREME_BLOCK entries (a loop LLVM
+# vectorizes), then the first entry equal to the best block's extreme.  A single loop that carries the position
+# does not vectorize: 0.5-0.7 ns per entry against 0.25-0.3 (AVX2), on each of the two searches of a pairwise step.
+EXTREME_BLOCK = 32
+
+
+# Comparisons and sign flips only, so nothing is rounded; 'nnan' (no NaN among the entries) is the flag the
+# vectorizer needs, with a constant trip count per block.
+@njit(cache=True, fastmath={"nnan"})
+def block_maxima(values, n, sign, floor, out):
+    """The maximum of ``floor`` and ``sign * values`` over each block of ``values[:n]``; returns the block count."""
+    full = n // EXTREME_BLOCK
+    for b in range(full):
+        best = floor
+        start = b * EXTREME_BLOCK
+        for t in range(EXTREME_BLOCK):
+            x = sign * values[start + t]
+            best = x if x > best else best
+        out[b] = best
+    if full * EXTREME_BLOCK == n:
+        return full
+    best = floor
+    for t in range(full * EXTREME_BLOCK, n):
+        x = sign * values[t]
+        best = x if x > best else best
+    out[full] = best
+    return full + 1
+
+
+@njit(cache=True)
+def first_largest(values, n, sign, floor):
+    """The first position of the largest ``sign * values[t]`` above ``floor`` among ``values[:n]`` (-1 when
+    none is above), and that largest value (``floor`` when none)."""
+    blocks = np.empty((n + EXTREME_BLOCK - 1) // EXTREME_BLOCK)
+    n_blocks = block_maxima(values, n, sign, floor, blocks)
+    block, best = -1, floor
+    for b in range(n_blocks):
+        if blocks[b] > best:
+            block, best = b, blocks[b]
+    if block >= 0:
+        for t in range(block * EXTREME_BLOCK, min(block * EXTREME_BLOCK + EXTREME_BLOCK, n)):
+            if sign * values[t] == best:
+                return t, best
+    return -1, best
+
+
 @njit(cache=True)
 def first_largest_positive(values, n):
     """The first position of the largest positive value among ``values[:n]``, or -1 when none is positive."""
-    position = -1
-    largest = 0.0
-    for t in range(n):
-        if values[t] > largest:
-            largest = values[t]
-            position = t
-    return position
+    return first_largest(values, n, 1.0, 0.0)[0]
+
+
+@njit(cache=True)
+def first_smallest(values, n):
+    """The first position of the smallest value among ``values[:n]`` (-1 when none is below +inf) and that
+    value."""
+    position, largest = first_largest(values, n, -1.0, -np.inf)
+    return position, -largest
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
@@ -259,6 +307,9 @@ def _update_gradient(G, row_i, row_j, keep, step_i, step_j, diag_w, n_w, lam):
     """``G = keep * G + step_i * row_i + step_j * row_j``; returns the new toward vertex and its score."""
     for t in range(n_w):
         G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
+    if lam == 0.0:  # the L2-SVM's score is G itself
+        p_i, best = first_smallest(G, n_w)
+        return max(p_i, 0), best
     p_i = 0
     best = np.inf
     for t in range(n_w):
