@@ -15,6 +15,8 @@ from coresvm import AESVC, aesvc
 from coresvm import aesvm as A
 from coresvm.datasets import make_checkerboard
 from coresvm.kernels import KernelSpec, kernel_block
+from coresvm.solvers.core_set import STOP_COVERAGE, inner_solve
+from coresvm.solvers.engine import SECOND_MDM
 
 RBF = KernelSpec("rbf", 2.0)
 
@@ -145,6 +147,53 @@ def test_check_point_decides_like_the_exact_solution():
             assert covered == (exact <= eps)
             if covered:
                 assert distance <= eps
+
+
+def coverage_solve(K, point, cand, left_out, eps, tol):
+    """DeriveAE's pruning QP: the coverage rule of the core set's inner solve on ``K[cand, cand]``, from the
+    vertex of least f, with the candidates in ``left_out`` at the linear cost EXCLUDED.  Returns (weights, f)."""
+    W = np.ascontiguousarray(K[np.ix_(cand, cand)])
+    diag = np.diag(W).copy()
+    lin = np.where(left_out, A.EXCLUDED, -2.0 * K[cand, point])
+    start = int(np.argmin(diag + lin))
+    alpha = np.zeros(len(cand))
+    alpha[start] = 1.0
+    G = W[start] + 0.5 * lin
+    inner_solve(W, alpha, G, diag, len(cand), 0.0, SECOND_MDM, 0.0, 1.0, tol, 100_000, np.inf, np.zeros(0),
+                STOP_COVERAGE, lin, K[point, point], eps)
+    kept = ~left_out
+    mu = alpha[kept]
+    return alpha, mu @ W[np.ix_(kept, kept)] @ mu + lin[kept] @ mu + K[point, point]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_left_out_candidates_take_no_part_in_the_coverage_qp(seed):
+    """The pruning step's QP over all candidates, some at the cost EXCLUDED, is CheckPoint on the others alone:
+    the same weights to the last bit (same order, same vertices), and SLSQP's minimum on them."""
+    rng = np.random.RandomState(seed)
+    K = rbf_kernel(rng.randn(40, 3), gamma=0.3)
+    cand = rng.choice(np.arange(1, 40), size=20, replace=False)
+    left_out = rng.rand(20) < 0.3
+    alpha, f = coverage_solve(K, 0, cand, left_out, np.inf, 1e-12)
+    assert np.all(alpha[left_out] == 0.0)
+    _, distance, mu = A.check_point(K, 0, cand[~left_out], decide=False, gap_tol=1e-12, max_iter=100_000)
+    assert np.array_equal(alpha[~left_out], mu)
+    assert f == pytest.approx(slsqp_distance(K, 0, cand[~left_out]), abs=1e-7)
+    for eps in (0.5 * f, 2.0 * f):  # deciding (tol = inf) gives the exact solution's answer
+        _, decided_f = coverage_solve(K, 0, cand, left_out, eps, np.inf)
+        assert (decided_f <= eps) == (f <= eps)
+
+
+def test_sphere_set_matches_slsqp():
+    """SphereSet's dense solve (the core set's inner solve, lam = 1) reaches SLSQP's minimum enclosing ball."""
+    K = rbf_kernel(np.random.RandomState(3).randn(60, 2), gamma=0.5)
+    diag = np.diag(K)
+    res = minimize(lambda a: a @ K @ a - a @ diag, np.full(60, 1 / 60), jac=lambda a: 2 * K @ a - diag,
+                   method="SLSQP", bounds=[(0, 1)] * 60, constraints=[{"type": "eq", "fun": lambda a: a.sum() - 1}],
+                   options={"ftol": 1e-15, "maxiter": 1000})
+    alpha = A.sphere_set(K, "dense", tol=1e-10)
+    assert alpha.min() >= 0 and alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    assert alpha @ diag - alpha @ K @ alpha == pytest.approx(-res.fun, rel=1e-7)
 
 
 def test_sphere_set_solvers_agree(board):

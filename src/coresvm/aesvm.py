@@ -37,8 +37,9 @@ from threadpoolctl import threadpool_limits
 
 from .kernels import KernelSpec, kernel_block, kernel_diagonal, squared_norms
 from .problem import SimplexProblem
+from .solvers.core_set import NO_LINEAR_TERM, STOP_COVERAGE, STOP_RELATIVE_GAP, inner_solve
 from .solvers.driver import SolverOptions, run_engine
-from .solvers.steps import clipped_step, pairwise_direction
+from .solvers.engine import SECOND_MDM
 
 DEFAULT_EPSILON = 1e-3  # Nandan et al. 2014 Sec. 6: eps = 1e-3, P = 1e5, V = 1e3, FLS2
 DEFAULT_P = 100_000
@@ -255,113 +256,90 @@ def sls(X, block: np.ndarray, V: int, spec: KernelSpec, norms: np.ndarray | None
 
 
 # --------------------------------------------------------------------------
-# The simplex QP of CheckPoint and SphereSet, on a precomputed kernel block
+# The simplex QPs of CheckPoint and SphereSet, on a precomputed kernel block, by the core set's inner solve
 # --------------------------------------------------------------------------
+
+# The linear cost of a candidate left out of one CheckPoint (DeriveAE step 4): far above any squared kernel
+# distance, so it is never the toward vertex and never gains weight; finite, so its ``alpha * G`` stays 0.
+EXCLUDED = 1e300
 
 
 @njit(cache=True, nogil=True)
-def _simplex_qp(K, cand, n_cand, lin, const, alpha, Ha, eps, decide, stop_when_covered, gap_abs, gap_rel,
-                max_iter):
-    """Minimize ``f(a) = a' H a + lin' a + const`` over the unit simplex, ``H = K[cand, cand]``.
+def _append_to_gram(K, rows, k, W, diag_w):
+    """Extend ``W[:k, :k] = K[rows[:k], rows[:k]]`` by row and column ``k`` (the point ``rows[k]``)."""
+    r = rows[k]
+    for j in range(k + 1):
+        W[k, j] = K[r, rows[j]]
+        W[j, k] = K[rows[j], r]
+    diag_w[k] = K[r, r]
 
-    Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4) with the engine's parts (:mod:`~coresvm.solvers.steps`):
-    toward vertex ``s = argmin G``, away vertex ``v = argmax G`` over the active points (MDM), step
-    along ``e_s - e_v`` with :func:`~coresvm.solvers.steps.pairwise_direction` and the exact line search
-    :func:`~coresvm.solvers.steps.clipped_step`, clipped at ``a_v`` (so weights reach exactly 0).  ``G`` is
-    the steps' half gradient with the linear term folded in, ``G = H a + lin / 2`` (``lam = 0``: the
-    engine's ``-lam diag(Q)`` is the special case ``lin = -lam diag(H)``; ``2 G`` is the same float as
-    ``2 H a + lin``, halving is exact).  ``H a`` is kept up to date with one row of ``K`` per vertex,
-    ``O(n_cand)`` per iteration.  The Frank-Wolfe gap ``2 (a'G - G_s)`` bounds ``f(a) - f*`` (Frandi et
-    al. 2015 eq. 3), so:
 
-    * ``decide`` and ``f(a) - gap > eps``: no point of the simplex reaches
-      ``eps``; stop, not covered;
-    * ``decide``, ``stop_when_covered`` and ``f(a) <= eps``: stop, covered;
-    * ``gap <= gap_abs + gap_rel * |f|``: converged -- but while deciding only
-      once ``f(a) <= eps``, so a coverable point is never rejected because
-      the tolerance was reached first (only ``max_iter`` can do that).
+@njit(cache=True, nogil=True)
+def _gather_gram(K, rows, n, W, diag_w):
+    """``W[:n, :n] = K[rows[:n], rows[:n]]`` and ``diag_w[:n]`` its diagonal."""
+    for k in range(n):
+        _append_to_gram(K, rows, k, W, diag_w)
 
-    Returns ``(f, n_iter)`` with ``f`` recomputed exactly from the final
-    weights (no drift of the incremental ``H a``); ``alpha[:n_cand]`` holds them.
+
+@njit(cache=True, nogil=True)
+def _coverage_qp(W, diag_w, n, lin, const, eps, tol, max_iter, alpha, G):
+    """Minimize ``f(a) = a' H a + lin' a + const`` over the unit simplex, ``H = W[:n, :n]``, until it is decided.
+
+    Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4) by the core set's
+    :func:`~coresvm.solvers.core_set.inner_solve` (rule
+    :data:`~coresvm.solvers.core_set.STOP_COVERAGE`): from the vertex of least ``f``, toward vertex ``s =
+    argmin G`` (the first), partner ``v = argmax G`` over the active points (MDM, the first), step along ``e_s
+    - e_v`` with :func:`~coresvm.solvers.steps.pairwise_direction` and the exact line search
+    :func:`~coresvm.solvers.steps.clipped_step`, clipped at ``a_v`` (so weights reach exactly 0).  ``G`` is the
+    half gradient with the linear term folded in, ``G = H a + lin / 2``, kept up to date with one row of ``W``
+    per vertex, ``O(n)`` per step.  The Frank-Wolfe gap ``2 (a'G - G_s)`` bounds ``f(a) - f*`` (Frandi et al.
+    2015 eq. 3), so (:func:`~coresvm.solvers.core_set.coverage_decided`):
+
+    * ``f(a) - gap > eps``: no point of the simplex reaches ``eps``; stop, not covered;
+    * ``f(a) <= eps`` and ``gap <= tol``: stop, covered (``tol = inf``: as soon as ``f(a) <= eps``);
+    * ``eps = inf``: solve to the absolute gap ``tol``.
+
+    A coverable point is never rejected because the tolerance was reached first (only ``max_iter`` can do
+    that).  Returns ``(f, n_iter)`` with ``f`` recomputed exactly from the final weights (no drift of the
+    incremental ``G``); ``alpha[:n]`` holds them.
     """
     best = 0
     best_value = np.inf
-    for i in range(n_cand):
-        value = K[cand[i], cand[i]] + lin[i]
+    for i in range(n):
+        value = diag_w[i] + lin[i]
         if value < best_value:
             best_value = value
             best = i
-    for i in range(n_cand):
+    for i in range(n):
         alpha[i] = 0.0
-        Ha[i] = K[cand[best], cand[i]]
+        G[i] = W[best, i] + 0.5 * lin[i]
     alpha[best] = 1.0
-    n_iter = 0
-    while n_iter < max_iter:
-        s = 0
-        G_s = np.inf
-        v = -1
-        G_v = -np.inf
-        f = const
-        aG = 0.0
-        for i in range(n_cand):
-            G = Ha[i] + 0.5 * lin[i]
-            if G < G_s:
-                G_s = G
-                s = i
-            a = alpha[i]
-            if a > 0.0:
-                f += a * (Ha[i] + lin[i])
-                aG += a * G
-                if G > G_v:
-                    G_v = G
-                    v = i
-        gap = 2.0 * (aG - G_s)
-        if decide:
-            if stop_when_covered and f <= eps:
-                break
-            if f - gap > eps:
-                break
-        if s == v or gap <= 1e-15 * (1.0 + abs(f)):
-            break  # optimal to rounding
-        if gap <= gap_abs + gap_rel * abs(f) and not (decide and f > eps):
-            break  # converged; while deciding, f > eps is never left undecided by the tolerance
-        cs = cand[s]
-        cv = cand[v]
-        derivative, curvature = pairwise_direction(G_s, G_v, K[cs, cs], K[cv, cv], K[cs, cv], 0.0)
-        step = clipped_step(derivative, curvature, alpha[v], 1.0)
-        if step == alpha[v]:
-            alpha[v] = 0.0  # a drop step: exactly zero, so v leaves the active set
-        else:
-            alpha[v] -= step
-        alpha[s] += step
-        for i in range(n_cand):
-            ci = cand[i]
-            Ha[i] += step * (K[cs, ci] - K[cv, ci])
-        n_iter += 1
-    # exact objective of the returned weights
+    # int64 codes, not literals: Numba would compile inner_solve once more for Literal[int] arguments;
+    # lin[:0], an empty inv_c: no L2-SVM duality gap
+    n_iter, _ = inner_solve(W, alpha, G, diag_w, n, 0.0, np.int64(SECOND_MDM), 0.0, 1.0, tol, max_iter, np.inf,
+                            lin[:0], np.int64(STOP_COVERAGE), lin, const, eps)
     f = const
-    for i in range(n_cand):
+    for i in range(n):
         a = alpha[i]
         if a > 0.0:
             acc = 0.0
-            for j in range(n_cand):
+            for j in range(n):
                 if alpha[j] > 0.0:
-                    acc += alpha[j] * K[cand[i], cand[j]]
+                    acc += alpha[j] * W[i, j]
             f += a * (acc + lin[i])
     return f, n_iter
 
 
 @njit(cache=True, nogil=True)
-def _check_point(K, point, cand, n_cand, eps, alpha, Ha, lin, decide, stop_when_covered, gap_abs, max_iter):
-    """CheckPoint on a kernel block: squared distance from ``phi(x_point)`` to ``conv(phi(cand))``.
+def _check_point(K, point, rows, n, W, diag_w, eps, tol, max_iter, alpha, G, lin):
+    """CheckPoint on a kernel block: squared distance from ``phi(x_point)`` to ``conv(phi(rows[:n]))``.
 
     ``min_mu mu' K_CC mu - 2 mu' k_Cx + k_xx`` over the simplex (Nandan et al. 2014
-    Sec. 4.2, the CheckPoint QP; its first term is ``K(x_i, x_i)``).
+    Sec. 4.2, the CheckPoint QP; its first term is ``K(x_i, x_i)``); ``W[:n, :n]`` holds ``K_CC``.
     """
-    for i in range(n_cand):
-        lin[i] = -2.0 * K[cand[i], point]
-    return _simplex_qp(K, cand, n_cand, lin, K[point, point], alpha, Ha, eps, decide, stop_when_covered,
-                       gap_abs, 0.0, max_iter)
+    for i in range(n):
+        lin[i] = -2.0 * K[rows[i], point]
+    return _coverage_qp(W, diag_w, n, lin, K[point, point], eps, tol, max_iter, alpha, G)
 
 
 def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = DEFAULT_EPSILON,
@@ -370,9 +348,9 @@ def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = 
     """CheckPoint(x, Psi): is ``phi(x)`` within ``eps`` of the convex hull of ``phi(Psi)``? (Nandan et al. 2014, 4.3)
 
     Solves ``min_mu ||phi(x) - sum_t mu_t phi(x_t)||^2`` over the unit simplex
-    (eq. 6) by pairwise Frank-Wolfe on the kernel block ``K`` (a dedicated
-    routine because the problem has the linear term ``-2 k_Cx``, which the
-    engine of :mod:`coresvm.solvers` does not support).
+    (eq. 6) by pairwise Frank-Wolfe on the kernel block ``K[Psi, Psi]``: the core set's inner solve
+    (:func:`~coresvm.solvers.core_set.inner_solve`) with the linear term ``-2 k_Cx`` and the stopping rule
+    :data:`~coresvm.solvers.core_set.STOP_COVERAGE`.
 
     Parameters
     ----------
@@ -405,9 +383,12 @@ def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = 
     n = len(cand)
     if n == 0:
         raise ValueError("check_point needs at least one candidate")
-    alpha, Ha, lin = np.zeros(n), np.zeros(n), np.zeros(n)
-    f, _ = _check_point(K, int(point), cand, n, float(eps), alpha, Ha, lin, bool(decide), True, float(gap_tol),
-                        int(max_iter))
+    W, diag_w = np.empty((n, n)), np.empty(n)
+    _gather_gram(K, cand, n, W, diag_w)
+    alpha, G, lin = np.zeros(n), np.zeros(n), np.zeros(n)
+    # deciding stops once the answer is known; otherwise eps = inf leaves the gap alone to stop the solve
+    stop_eps, stop_gap = (float(eps), np.inf) if decide else (np.inf, float(gap_tol))
+    f, _ = _check_point(K, int(point), cand, n, W, diag_w, stop_eps, stop_gap, int(max_iter), alpha, G, lin)
     return bool(f <= eps), float(max(f, 0.0)), alpha
 
 
@@ -424,7 +405,8 @@ def sphere_set(K: np.ndarray, solver: str = "dense", X=None, spec: KernelSpec | 
     K : ndarray of shape (n, n)
         Kernel matrix of the segment.
     solver : {'dense', 'engine'}
-        'dense' runs the pairwise Frank-Wolfe of :func:`check_point` on ``K``,
+        'dense' runs the core set's inner solve
+        (:func:`~coresvm.solvers.core_set.inner_solve`: pairwise MDM steps, ``lam = 1``) on ``K``,
         which the segment needs anyway.  'engine' builds a
         :class:`~coresvm.problem.SimplexProblem` (lam=1, no bias, C huge) and
         solves it with :func:`~coresvm.solvers.driver.run_engine` (swap steps,
@@ -456,10 +438,12 @@ def sphere_set(K: np.ndarray, solver: str = "dense", X=None, spec: KernelSpec | 
         return alpha
     if solver != "dense":
         raise ValueError(f"solver must be one of {MEB_SOLVERS}; got {solver!r}")
-    cand = np.arange(n, dtype=np.int64)
-    alpha, Ha = np.zeros(n), np.zeros(n)
-    lin = -np.ascontiguousarray(np.diag(K))
-    _simplex_qp(K, cand, n, lin, 0.0, alpha, Ha, 0.0, False, False, 1e-14, float(tol), MEB_MAX_ITER)
+    K = np.ascontiguousarray(K, dtype=np.float64)
+    alpha = np.zeros(n)
+    alpha[0] = 1.0  # every vertex has f = K_ii - K_ii = 0: start at the first
+    G = K[0].copy()  # Q a with Q = K (no bias, no 1/C term)
+    inner_solve(K, alpha, G, np.diag(K).copy(), n, 1.0, SECOND_MDM, 0.0, 1.0, float(tol), MEB_MAX_ITER, np.inf,
+                np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0)
     return alpha
 
 
@@ -491,51 +475,60 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
     """
     n = K.shape[0]
     cand = np.empty(n, dtype=np.int64)
+    W = np.empty((n, n))  # K[cand, cand] (steps 3-4), then K[reps, reps] (steps 5-7): the QPs' contiguous Gram
+    diag_w = np.empty(n)
     alpha = np.zeros(n)
-    Ha = np.zeros(n)
+    G = np.zeros(n)
     lin = np.zeros(n)
-    n_cand = 0
+    n_cand = np.int64(0)  # not a literal 0: the callees would be compiled for Literal[int](0) as well
     for i in range(n):
         if on_sphere[i]:
             cand[n_cand] = i
+            _append_to_gram(K, cand, n_cand, W, diag_w)
             n_cand += 1
     n_sphere = n_cand
     # Step 3: a point not eps-covered by X* u Psi (farthest from the centre first) joins Psi.
     n_capped = 0
     for p in range(order.shape[0]):
         x = order[p]
-        f, n_iter = _check_point(K, x, cand, n_cand, eps, alpha, Ha, lin, True, True, 0.0, max_iter)
+        f, n_iter = _check_point(K, x, cand, n_cand, W, diag_w, eps, np.inf, max_iter, alpha, G, lin)
         if f > eps:
             cand[n_cand] = x
+            _append_to_gram(K, cand, n_cand, W, diag_w)
             n_cand += 1
             if n_iter >= max_iter:
                 n_capped += 1
     n_psi = n_cand - n_sphere
     # Step 4, pruned sequentially (fix of caveat (a)): a Psi point covered by the candidates
-    # still kept leaves at once, so two points can never justify each other's removal.
+    # still kept leaves at once, so two points can never justify each other's removal.  The QP
+    # runs on all the candidates in their order, the ones left out at the cost EXCLUDED: no Gram to
+    # gather per point, and the same vertices (first min / first max) as on the others alone.
     keep = np.ones(n_cand, dtype=np.bool_)
-    others = np.empty(n, dtype=np.int64)
     n_pruned = 0
     for p in range(n_sphere, n_cand):
+        x = cand[p]
         n_others = 0
         for q in range(n_cand):
             if q != p and (keep[q] or not enforce):
-                others[n_others] = cand[q]
+                lin[q] = -2.0 * K[cand[q], x]
                 n_others += 1
+            else:
+                lin[q] = EXCLUDED
         if n_others == 0:
             continue
-        f, _ = _check_point(K, cand[p], others, n_others, eps, alpha, Ha, lin, True, True, 0.0, max_iter)
+        f, _ = _coverage_qp(W, diag_w, n_cand, lin, K[x, x], eps, np.inf, max_iter, alpha, G)
         if f <= eps:
             keep[p] = False
             n_pruned += 1
     is_rep = np.zeros(n, dtype=np.bool_)
     reps = np.empty(n, dtype=np.int64)
-    n_reps = 0
+    n_reps = np.int64(0)
     for q in range(n_cand):
         if keep[q]:
             reps[n_reps] = cand[q]
             n_reps += 1
             is_rep[cand[q]] = True
+    _gather_gram(K, reps, n_reps, W, diag_w)
     # Steps 5-7: every other point gets its convex weights mu over X* (refined to a duality gap
     # of gap_fraction * eps); a point whose residual stays above eps is promoted into X*
     # (fix of caveat (b)), so every residual is <= eps.  Points are taken farthest-first.
@@ -547,7 +540,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
         x = order[p]
         if is_rep[x]:
             continue
-        f, _ = _check_point(K, x, reps, n_reps, eps, alpha, Ha, lin, True, False, gap_target, max_iter)
+        f, _ = _check_point(K, x, reps, n_reps, W, diag_w, eps, gap_target, max_iter, alpha, G, lin)
         if f <= eps or not enforce:
             residual[x] = max(f, 0.0)
             for q in range(n_reps):
@@ -557,6 +550,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
                         gamma[x, reps[q]] = alpha[q]
         else:
             reps[n_reps] = x
+            _append_to_gram(K, reps, n_reps, W, diag_w)
             n_reps += 1
             is_rep[x] = True
             n_promoted += 1

@@ -197,29 +197,47 @@ def first_smallest(values, n):
     return position, -largest
 
 
-@njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
-def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left, inv_c):
-    """Pairwise steps on the core set until its relative gap is below ``tol``
-    (or ``max_steps`` steps, or ``time_left`` seconds).
+# The stopping rules of inner_solve (integer codes, like the second-vertex rules).
+STOP_RELATIVE_GAP = 0  # the core set: the relative gap is below tol
+STOP_COVERAGE = 1  # AESVM's CheckPoint: whether min f <= eps is decided (Nandan et al. 2014 sec. 4.2)
+NO_LINEAR_TERM = np.zeros(0)  # inner_solve's lin under STOP_RELATIVE_GAP
 
-    The gap is the Frank-Wolfe gap, and for the L2-SVM (``lam = 0``, ``inv_c``
-    given: the ``1/C_i`` of the core set) also :func:`l2svm_duality_gap`, checked
-    every 1024 steps: whichever is below ``tol`` first ends the solve.  Both bound
-    ``f(a) - f*`` and are relative to the same scale ``2 a'Qa``.
+
+@njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
+def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left, inv_c,
+                stop_rule, lin, const, eps):
+    """Pairwise steps on the core set until its stopping rule holds (or ``max_steps`` steps, or ``time_left``
+    seconds).
+
+    ``stop_rule`` :data:`STOP_RELATIVE_GAP` (the core set): the relative gap is below ``tol``.  The gap is
+    the Frank-Wolfe gap, and for the L2-SVM (``lam = 0``, ``inv_c`` given: the ``1/C_i`` of the core set)
+    also :func:`l2svm_duality_gap`, checked every 1024 steps: whichever is below ``tol`` first ends the
+    solve.  Both bound ``f(a) - f*`` and are relative to the same scale ``2 a'Qa``.  ``lin``, ``const`` and
+    ``eps`` are not used (``lin`` may be empty).
+
+    :data:`STOP_COVERAGE` (``lam = 0``): the objective has the linear term ``lin``, ``f(a) = a'Qa + lin'a +
+    const``, and ``G`` is its half gradient ``Q a + lin / 2`` (the caller's: the steps need nothing else,
+    so the toward and partner vertices and the step lengths are those of ``Q`` with ``lin`` folded in).
+    The solve stops when :func:`coverage_decided` says whether ``min f <= eps`` (``tol``: an absolute gap),
+    or when no active point scores above the toward vertex (``a`` is optimal).
 
     Two passes over the core set per step: the second-vertex search, and the
-    gradient update, which also finds the next toward vertex.  ``n2`` and ``D``
-    are updated in closed form (exact recomputation every 1024 steps bounds
-    the drift).  Returns (steps taken, relative gap on the core set).
+    gradient update, which also finds the next toward vertex.  ``n2 = a'G``, ``D`` (and ``lin'a``) are
+    updated in closed form (exact recomputation every 1024 steps bounds the drift).  Returns (steps taken,
+    the gap the rule tested: relative, or absolute for :data:`STOP_COVERAGE`).
     """
     steps = 0
-    rel_gap = np.inf
+    gap = np.inf
     t_start = now()
     values = np.empty(n_w)  # the second-vertex search's work space
+    coverage = stop_rule == STOP_COVERAGE
     n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
+    lin_a = linear_sum(alpha, lin, n_w) if coverage else 0.0
     while True:
         if steps % 1024 == 1023:
             n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
+            if coverage:
+                lin_a = linear_sum(alpha, lin, n_w)
             if now() - t_start > time_left:
                 break
             if lam == 0.0 and inv_c.shape[0] >= n_w:
@@ -227,15 +245,22 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
                 # large C; the L2-SVM's duality gap bounds f(a) - f* too and is often ten times smaller.
                 dual_gap = l2svm_duality_gap(alpha, G, inv_c, n_w) / max(2.0 * n2, 1e-300)
                 if dual_gap <= tol:
-                    rel_gap = dual_gap
+                    gap = dual_gap
                     break
-        scale = 2.0 * n2 if lam == 0.0 else D - n2
-        rel_gap = 2.0 * (vertex_score(n2, lam, D) - best) / max(scale, 1e-300)
-        if rel_gap <= tol or steps >= max_steps:
-            break
+        if coverage:
+            gap = 2.0 * (n2 - best)  # the Frank-Wolfe gap: f(a) - f* <= gap (Frandi et al. 2015 eq. 3)
+            if coverage_decided(n2 + 0.5 * lin_a + const, gap, eps, tol) or steps >= max_steps:
+                break
+        else:
+            scale = 2.0 * n2 if lam == 0.0 else D - n2
+            gap = 2.0 * (vertex_score(n2, lam, D) - best) / max(scale, 1e-300)
+            if gap <= tol or steps >= max_steps:
+                break
         row_i = Kw[p_i]
         Q_ii = diag_w[p_i]
         p_j = select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values)
+        if p_j < 0 and coverage:
+            break  # every active point has the least G: a is optimal (and the toward step knows no lin)
         if p_j < 0:
             # only one active point: a Frank-Wolfe toward step (Frandi et al. 2013, eq. 29)
             derivative, curvature = toward_direction(G[p_i], Q_ii, n2, D, lam)
@@ -251,13 +276,43 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             a_j = alpha[p_j]
             step = clipped_step(derivative, curvature, a_j, eta)
             n2 += step * (G[p_i] - G[p_j]) * 2.0 + step * step * curvature
+            if coverage:  # a'G also changes by a'Q(e_i - e_j) = G_i - G_j - (lin_i - lin_j) / 2
+                moved = step * (lin[p_i] - lin[p_j])
+                n2 -= 0.5 * moved
+                lin_a += moved
             D += step * (Q_ii - diag_w[p_j])
             alpha[p_i] += step
             alpha[p_j] = 0.0 if step >= a_j else a_j - step
             next_i, best = _update_gradient(G, row_i, Kw[p_j], 1.0, step, -step, diag_w, n_w, lam)
         p_i = next_i
         steps += 1
-    return steps, rel_gap
+    return steps, gap
+
+
+@njit(inline="always", cache=True)
+def coverage_decided(f, gap, eps, tol):
+    """The stopping rule :data:`STOP_COVERAGE`: is ``min f <= eps`` decided, given ``f(a)`` and a gap
+    ``f(a) - min f <= gap``?
+
+    Stop when ``f(a) - gap > eps`` (no point reaches ``eps``: not covered), or when ``f(a) <= eps`` and
+    ``gap <= tol`` (covered, and refined to ``tol``), or when the gap is zero to rounding.  ``tol = inf``
+    stops as soon as the answer is known; ``eps = inf`` solves to the absolute gap ``tol``.  A point is
+    never rejected because the tolerance was reached first: while ``f(a) > eps`` only the first test stops.
+    """
+    if f - gap > eps:
+        return True
+    if f <= eps and gap <= tol:
+        return True
+    return gap <= 1e-15 * (1.0 + abs(f))
+
+
+@njit(cache=True)
+def linear_sum(alpha, lin, n_w):
+    """``lin'a`` over the first ``n_w`` points."""
+    total = 0.0
+    for t in range(n_w):
+        total += alpha[t] * lin[t]
+    return total
 
 
 @njit(cache=True)
@@ -782,7 +837,8 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
 
     def pairwise_solve(tol_: float, max_steps_: int, time_left_: float) -> tuple[int, float]:
         return inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule, float(options.gmdm_k),
-                           float(options.eta), tol_, max_steps_, time_left_, gap_weights)
+                           float(options.eta), tol_, max_steps_, time_left_, gap_weights, STOP_RELATIVE_GAP,
+                           NO_LINEAR_TERM, 0.0, 0.0)
 
     if lam != 0.0:
         return pairwise_solve(tol, max_steps, time_left)

@@ -158,17 +158,19 @@ OTHER_SOLVES: dict[str, Method] = {
             name="aesvm-checkpoint", family="aesvm", step_rule="pairwise",
             step="pairwise FW step with exact line search, clipped at the away weight",
             vertex_search="full scan of the segment's candidates", second_vertex="mdm",
-            stopping="decided (f - gap > eps: not covered; f <= eps: covered) or relative gap",
+            stopping="decided (f - gap > eps: not covered; f <= eps: covered) or absolute gap",
             outer_loop="none",
-            loop=("aesvm.check_point / aesvm.derive_ae -> aesvm._simplex_qp (step: steps.pairwise_direction, "
-                  "steps.clipped_step)"),
+            loop=("aesvm.check_point / aesvm.derive_ae -> core_set.inner_solve (linear term, stop rule "
+                  "STOP_COVERAGE)"),
             paper="Nandan et al. 2014, sec. 4.3 (CheckPoint, eq. 11); step: Frandi, Nanculef and Suykens 2015",
         ),
         Method(
             name="aesvm-sphereset", family="aesvm", step_rule="pairwise",
             step="pairwise FW step (solver='dense'), or the engine's 'swap' (solver='engine')",
             vertex_search="full scan", second_vertex="mdm", stopping="relative duality gap <= 1e-4",
-            outer_loop="none", loop="aesvm.sphere_set -> aesvm._simplex_qp, or driver.run_engine",
+            outer_loop="none",
+            loop=("aesvm.sphere_set -> core_set.inner_solve (lam = 1, stop rule STOP_RELATIVE_GAP), or "
+                  "driver.run_engine"),
             paper="Nandan et al. 2014, sec. 4.3 step 1 (SphereSet: the segment's minimum enclosing ball)",
         ),
     )
