@@ -172,6 +172,7 @@ def test_left_out_candidates_take_no_part_in_the_coverage_qp(seed):
     the same weights to the last bit (same order, same vertices), and SLSQP's minimum on them."""
     rng = np.random.RandomState(seed)
     K = rbf_kernel(rng.randn(40, 3), gamma=0.3)
+    K = 0.5 * (K + K.T)  # symmetric to the last bit, as DeriveAE reads it (rows for columns)
     cand = rng.choice(np.arange(1, 40), size=20, replace=False)
     left_out = rng.rand(20) < 0.3
     alpha, f = coverage_solve(K, 0, cand, left_out, np.inf, 1e-12)

@@ -266,11 +266,15 @@ EXCLUDED = 1e300
 
 @njit(cache=True, nogil=True)
 def _append_to_gram(K, rows, k, W, diag_w):
-    """Extend ``W[:k, :k] = K[rows[:k], rows[:k]]`` by row and column ``k`` (the point ``rows[k]``)."""
+    """Extend ``W[:k, :k] = K[rows[:k], rows[:k]]`` by row and column ``k`` (the point ``rows[k]``).
+
+    Both from row ``rows[k]`` of the symmetric ``K``: its column would cost a cache line per value.
+    """
     r = rows[k]
     for j in range(k + 1):
-        W[k, j] = K[r, rows[j]]
-        W[j, k] = K[rows[j], r]
+        value = K[r, rows[j]]
+        W[k, j] = value
+        W[j, k] = value
     diag_w[k] = K[r, r]
 
 
@@ -338,7 +342,7 @@ def _check_point(K, point, rows, n, W, diag_w, eps, tol, max_iter, alpha, G, lin
     Sec. 4.2, the CheckPoint QP; its first term is ``K(x_i, x_i)``); ``W[:n, :n]`` holds ``K_CC``.
     """
     for i in range(n):
-        lin[i] = -2.0 * K[rows[i], point]
+        lin[i] = -2.0 * K[point, rows[i]]  # row point of the symmetric K: cache lines shared by the values
     return _coverage_qp(W, diag_w, n, lin, K[point, point], eps, tol, max_iter, alpha, G)
 
 
@@ -510,7 +514,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
         n_others = 0
         for q in range(n_cand):
             if q != p and (keep[q] or not enforce):
-                lin[q] = -2.0 * K[cand[q], x]
+                lin[q] = -2.0 * K[x, cand[q]]
                 n_others += 1
             else:
                 lin[q] = EXCLUDED

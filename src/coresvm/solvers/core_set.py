@@ -228,8 +228,8 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     """
     steps = 0
     gap = np.inf
-    t_start = now()
-    values = np.empty(n_w)  # the second-vertex search's work space
+    t_start = now() if time_left < np.inf else 0.0  # AESVM's many small solves skip the clock
+    values = np.empty(n_w if second_rule == SECOND_IMDM else 0)  # the IMDM search's work space
     coverage = stop_rule == STOP_COVERAGE
     n2, D, p_i, best = _core_set_sums(alpha, G, diag_w, n_w, lam)
     lin_a = linear_sum(alpha, lin, n_w) if coverage else 0.0
