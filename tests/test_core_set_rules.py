@@ -12,6 +12,7 @@ from coresvm.kernels import KernelSpec, kernel_product
 from coresvm.problem import SimplexProblem
 from coresvm.solvers.core_set import (
     EXTREME_BLOCK,
+    PLAIN_SCAN_MAX,
     draws_to_pass,
     duality_gap_weights,
     first_largest_positive,
@@ -276,7 +277,10 @@ def test_mirror_new_rows_copies_the_new_rows_into_the_old_rows_columns():
     np.testing.assert_array_equal(gram[:n, n:], gram[n:, :n].T)
 
 
-@pytest.mark.parametrize("n", [0, 1, EXTREME_BLOCK - 1, EXTREME_BLOCK, EXTREME_BLOCK + 1, 3 * EXTREME_BLOCK + 5, 1000])
+BLOCKED_SIZES = [PLAIN_SCAN_MAX + 1, PLAIN_SCAN_MAX + EXTREME_BLOCK - 1, PLAIN_SCAN_MAX + EXTREME_BLOCK, 1000]
+
+
+@pytest.mark.parametrize("n", [0, 1, EXTREME_BLOCK + 1, PLAIN_SCAN_MAX, *BLOCKED_SIZES])
 def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
     # The blocked searches of the pairwise step must pick exactly what one scan picks: the first position of
     # the extreme, ties included (a different pick would change the solver's path).

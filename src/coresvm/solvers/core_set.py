@@ -141,6 +141,7 @@ def imdm_values(row_i, alpha, G, diag_w, n_w, lam, G_i, Q_ii, best, values):
 # vectorizes), then the first entry equal to the best block's extreme.  A single loop that carries the position
 # does not vectorize: 0.5-0.7 ns per entry against 0.25-0.3 (AVX2), on each of the two searches of a pairwise step.
 EXTREME_BLOCK = 32
+PLAIN_SCAN_MAX = 256
 
 
 # Comparisons and sign flips only, so nothing is rounded; 'nnan' (no NaN among the entries) is the flag the
@@ -170,6 +171,13 @@ def block_maxima(values, n, sign, floor, out):
 def first_largest(values, n, sign, floor):
     """The first position of the largest ``sign * values[t]`` above ``floor`` among ``values[:n]`` (-1 when
     none is above), and that largest value (``floor`` when none)."""
+    if n <= PLAIN_SCAN_MAX:  # a short scan costs less than the blocks' work space (AESVM's ~35-point solves)
+        position, best = -1, floor
+        for t in range(n):
+            x = sign * values[t]
+            if x > best:
+                position, best = t, x
+        return position, best
     blocks = np.empty((n + EXTREME_BLOCK - 1) // EXTREME_BLOCK)
     n_blocks = block_maxima(values, n, sign, floor, blocks)
     block, best = -1, floor
@@ -360,6 +368,16 @@ def l2svm_duality_gap(alpha, G, inv_c, n_w):
 @njit(cache=True)
 def _update_gradient(G, row_i, row_j, keep, step_i, step_j, diag_w, n_w, lam):
     """``G = keep * G + step_i * row_i + step_j * row_j``; returns the new toward vertex and its score."""
+    if n_w <= PLAIN_SCAN_MAX:  # short (AESVM's CheckPoints): one pass costs less than a vectorized one and a search
+        p_i = 0
+        best = np.inf
+        for t in range(n_w):
+            G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
+            score = vertex_score(G[t], lam, diag_w[t])
+            if score < best:
+                best = score
+                p_i = t
+        return p_i, best
     for t in range(n_w):
         G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
     if lam == 0.0:  # the L2-SVM's score is G itself
