@@ -269,7 +269,6 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             gap = 2.0 * (vertex_score(n2, lam, D) - best) / max(scale, 1e-300)
             if gap <= tol or steps >= max_steps:
                 break
-        row_i = Kw[p_i]
         Q_ii = diag_w[p_i]
         if partner == -2:
             p_j = select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values)
@@ -286,10 +285,10 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             for t in range(n_w):
                 alpha[t] *= 1.0 - step
             alpha[p_i] += step
-            next_i, best, partner = _update_gradient(G, row_i, row_i, 1.0 - step, step, 0.0, diag_w, n_w, lam,
+            next_i, best, partner = _update_gradient(G, Kw, p_i, p_i, 1.0 - step, step, 0.0, diag_w, n_w, lam,
                                                      alpha, fused_mdm)
         else:
-            derivative, curvature = pairwise_direction(G[p_i], G[p_j], Q_ii, diag_w[p_j], row_i[p_j], lam)
+            derivative, curvature = pairwise_direction(G[p_i], G[p_j], Q_ii, diag_w[p_j], Kw[p_i, p_j], lam)
             a_j = alpha[p_j]
             step = clipped_step(derivative, curvature, a_j, eta)
             n2 += step * (G[p_i] - G[p_j]) * 2.0 + step * step * curvature
@@ -300,7 +299,7 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             D += step * (Q_ii - diag_w[p_j])
             alpha[p_i] += step
             alpha[p_j] = 0.0 if step >= a_j else a_j - step
-            next_i, best, partner = _update_gradient(G, row_i, Kw[p_j], 1.0, step, -step, diag_w, n_w, lam, alpha,
+            next_i, best, partner = _update_gradient(G, Kw, p_i, p_j, 1.0, step, -step, diag_w, n_w, lam, alpha,
                                                      fused_mdm)
         p_i = next_i
         steps += 1
@@ -376,8 +375,8 @@ def l2svm_duality_gap(alpha, G, inv_c, n_w):
 
 
 @njit(cache=True)
-def _update_gradient(G, row_i, row_j, keep, step_i, step_j, diag_w, n_w, lam, alpha, find_mdm_partner):
-    """``G = keep * G + step_i * row_i + step_j * row_j``; returns the new toward vertex, its score, and with
+def _update_gradient(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha, find_mdm_partner):
+    """``G = keep * G + step_i * Kw[i] + step_j * Kw[j]``; returns the new toward vertex, its score, and with
     ``find_mdm_partner`` (short core sets only) MDM's partner for it (:func:`select_second_vertex`'s choice,
     -1: none), else -2."""
     if n_w <= PLAIN_SCAN_MAX:  # short (AESVM's CheckPoints): one pass costs less than a vectorized one and a search
@@ -386,7 +385,7 @@ def _update_gradient(G, row_i, row_j, keep, step_i, step_j, diag_w, n_w, lam, al
         p_w = -1
         worst = -np.inf  # the first largest score among the points with weight
         for t in range(n_w):
-            G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
+            G[t] = keep * G[t] + step_i * Kw[i, t] + step_j * Kw[j, t]
             score = vertex_score(G[t], lam, diag_w[t])
             if score < best:
                 best = score
@@ -398,7 +397,7 @@ def _update_gradient(G, row_i, row_j, keep, step_i, step_j, diag_w, n_w, lam, al
             return p_i, best, -2
         return p_i, best, (p_w if worst > best else -1)
     for t in range(n_w):
-        G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
+        G[t] = keep * G[t] + step_i * Kw[i, t] + step_j * Kw[j, t]
     if lam == 0.0:  # the L2-SVM's score is G itself
         p_i, best = first_smallest(G, n_w)
         return max(p_i, 0), best, -2
