@@ -121,7 +121,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
 
 
 # NumPy's error model: without the branch that raises Python's ZeroDivisionError, LLVM vectorizes the loop
-# (AVX2: 2.3 -> 0.7 ns per point, with the argmax pass 1.4; the search is most of a pairwise step's time).
+# (AVX2: 2.3 -> 0.7-1.1 ns per point; the search is most of a pairwise step's time).
 @njit(cache=True, error_model="numpy")
 def imdm_values(row_i, alpha, G, diag_w, n_w, lam, G_i, Q_ii, best, values):
     """IMDM's value of every point as the partner of the toward vertex (score ``best``): the objective's
@@ -229,8 +229,10 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     The solve stops when :func:`coverage_decided` says whether ``min f <= eps`` (``tol``: an absolute gap),
     or when no active point scores above the toward vertex (``a`` is optimal).
 
-    Two passes over the core set per step: the second-vertex search, and the
-    gradient update, which also finds the next toward vertex.  ``n2 = a'G``, ``D`` (and ``lin'a``) are
+    Per step, the second-vertex search passes over the core set, then the gradient update, followed by the
+    blocked search for the next toward vertex (:func:`first_smallest`, for the L2-SVM); up to
+    :data:`PLAIN_SCAN_MAX` points the update's pass finds the toward vertex too, and with MDM also the next
+    partner, so a step is one pass.  ``n2 = a'G``, ``D`` (and ``lin'a``) are
     updated in closed form (exact recomputation every 1024 steps bounds the drift).  Returns (steps taken,
     the gap the rule tested: relative, or absolute for :data:`STOP_COVERAGE`).
     """
@@ -390,7 +392,7 @@ def _update_gradient(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha,
             if score < best:
                 best = score
                 p_i = t
-            if alpha[t] > 0.0 and score > worst:
+            if find_mdm_partner and alpha[t] > 0.0 and score > worst:
                 worst = score
                 p_w = t
         if not find_mdm_partner:
