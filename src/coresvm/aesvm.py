@@ -264,25 +264,41 @@ def sls(X, block: np.ndarray, V: int, spec: KernelSpec, norms: np.ndarray | None
 EXCLUDED = 1e300
 
 
+# The QPs' Gram starts this many points wide and doubles when full.  Sized to the candidate sets (about 35 points
+# on the checkerboard), not to the segment: a V x V work array per segment (8 MB at V = 1000) made glibc return
+# its heap top to the system after every segment, so the next segment's kernel block was page-faulted in
+# afresh (44,000 minor faults and 0.3 s of a 100k-point checkerboard fit).  Compact rows also keep the
+# candidates' Gram within a few pages.
+GRAM_START = 64
+
+
 @njit(cache=True, nogil=True)
 def _append_to_gram(K, rows, k, W, diag_w):
     """Extend ``W[:k, :k] = K[rows[:k], rows[:k]]`` by row and column ``k`` (the point ``rows[k]``).
 
-    Both from row ``rows[k]`` of the symmetric ``K``: its column would cost a cache line per value.
+    Both from row ``rows[k]`` of the symmetric ``K``: its column would cost a cache line per value.  Returns
+    ``W``, or a copy twice as wide when row ``k`` does not fit.
     """
+    if k >= W.shape[0]:
+        width = max(k + 1, min(2 * k, K.shape[0]))
+        wider = np.empty((width, width))
+        wider[:k, :k] = W[:k, :k]
+        W = wider
     r = rows[k]
     for j in range(k + 1):
         value = K[r, rows[j]]
         W[k, j] = value
         W[j, k] = value
     diag_w[k] = K[r, r]
+    return W
 
 
 @njit(cache=True, nogil=True)
 def _gather_gram(K, rows, n, W, diag_w):
-    """``W[:n, :n] = K[rows[:n], rows[:n]]`` and ``diag_w[:n]`` its diagonal."""
+    """``W[:n, :n] = K[rows[:n], rows[:n]]`` and ``diag_w[:n]`` its diagonal; returns ``W`` (widened if needed)."""
     for k in range(n):
-        _append_to_gram(K, rows, k, W, diag_w)
+        W = _append_to_gram(K, rows, k, W, diag_w)
+    return W
 
 
 @njit(cache=True, nogil=True)
@@ -479,7 +495,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
     """
     n = K.shape[0]
     cand = np.empty(n, dtype=np.int64)
-    W = np.empty((n, n))  # K[cand, cand] (steps 3-4), then K[reps, reps] (steps 5-7): the QPs' contiguous Gram
+    W = np.empty((min(n, GRAM_START), min(n, GRAM_START)))  # K[cand, cand] (steps 3-4), then K[reps, reps] (5-7)
     diag_w = np.empty(n)
     alpha = np.zeros(n)
     G = np.zeros(n)
@@ -488,7 +504,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
     for i in range(n):
         if on_sphere[i]:
             cand[n_cand] = i
-            _append_to_gram(K, cand, n_cand, W, diag_w)
+            W = _append_to_gram(K, cand, n_cand, W, diag_w)
             n_cand += 1
     n_sphere = n_cand
     # Step 3: a point not eps-covered by X* u Psi (farthest from the centre first) joins Psi.
@@ -498,7 +514,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
         f, n_iter = _check_point(K, x, cand, n_cand, W, diag_w, eps, np.inf, max_iter, alpha, G, lin)
         if f > eps:
             cand[n_cand] = x
-            _append_to_gram(K, cand, n_cand, W, diag_w)
+            W = _append_to_gram(K, cand, n_cand, W, diag_w)
             n_cand += 1
             if n_iter >= max_iter:
                 n_capped += 1
@@ -532,7 +548,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
             reps[n_reps] = cand[q]
             n_reps += 1
             is_rep[cand[q]] = True
-    _gather_gram(K, reps, n_reps, W, diag_w)
+    W = _gather_gram(K, reps, n_reps, W, diag_w)
     # Steps 5-7: every other point gets its convex weights mu over X* (refined to a duality gap
     # of gap_fraction * eps); a point whose residual stays above eps is promoted into X*
     # (fix of caveat (b)), so every residual is <= eps.  Points are taken farthest-first.
@@ -554,7 +570,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
                         gamma[x, reps[q]] = alpha[q]
         else:
             reps[n_reps] = x
-            _append_to_gram(K, reps, n_reps, W, diag_w)
+            W = _append_to_gram(K, reps, n_reps, W, diag_w)
             n_reps += 1
             is_rep[x] = True
             n_promoted += 1
