@@ -302,7 +302,7 @@ def _gather_gram(K, rows, n, W, diag_w):
 
 
 @njit(cache=True, nogil=True)
-def _coverage_qp(W, diag_w, n, lin, const, eps, tol, max_iter, alpha, G):
+def _coverage_qp(W, diag_w, n, lin, const, eps, tol, max_iter, alpha, G, active):
     """Minimize ``f(a) = a' H a + lin' a + const`` over the unit simplex, ``H = W[:n, :n]``, until it is decided.
 
     Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4) by the core set's
@@ -321,7 +321,7 @@ def _coverage_qp(W, diag_w, n, lin, const, eps, tol, max_iter, alpha, G):
 
     A coverable point is never rejected because the tolerance was reached first (only ``max_iter`` can do
     that).  Returns ``(f, n_iter)`` with ``f`` recomputed exactly from the final weights (no drift of the
-    incremental ``G``); ``alpha[:n]`` holds them.
+    incremental ``G``); ``alpha[:n]`` holds them.  ``active``: int work space of ``n`` entries.
     """
     best = 0
     best_value = np.inf
@@ -338,20 +338,24 @@ def _coverage_qp(W, diag_w, n, lin, const, eps, tol, max_iter, alpha, G):
     # lin[:0], an empty inv_c: no L2-SVM duality gap
     n_iter, _ = inner_solve(W, alpha, G, diag_w, n, 0.0, np.int64(SECOND_MDM), 0.0, 1.0, tol, max_iter, np.inf,
                             lin[:0], np.int64(STOP_COVERAGE), lin, const, eps)
-    f = const
+    # over the few points with weight (a list, not a test of every alpha_j for each of them: 5% of DeriveAE)
+    n_active = 0
     for i in range(n):
-        a = alpha[i]
-        if a > 0.0:
-            acc = 0.0
-            for j in range(n):
-                if alpha[j] > 0.0:
-                    acc += alpha[j] * W[i, j]
-            f += a * (acc + lin[i])
+        if alpha[i] > 0.0:
+            active[n_active] = i
+            n_active += 1
+    f = const
+    for p in range(n_active):
+        i = active[p]
+        acc = 0.0
+        for q in range(n_active):
+            acc += alpha[active[q]] * W[i, active[q]]
+        f += alpha[i] * (acc + lin[i])
     return f, n_iter
 
 
 @njit(cache=True, nogil=True)
-def _check_point(K, point, rows, n, W, diag_w, eps, tol, max_iter, alpha, G, lin):
+def _check_point(K, point, rows, n, W, diag_w, eps, tol, max_iter, alpha, G, lin, active):
     """CheckPoint on a kernel block: squared distance from ``phi(x_point)`` to ``conv(phi(rows[:n]))``.
 
     ``min_mu mu' K_CC mu - 2 mu' k_Cx + k_xx`` over the simplex (Nandan et al. 2014
@@ -359,7 +363,7 @@ def _check_point(K, point, rows, n, W, diag_w, eps, tol, max_iter, alpha, G, lin
     """
     for i in range(n):
         lin[i] = -2.0 * K[point, rows[i]]  # row point of the symmetric K: cache lines shared by the values
-    return _coverage_qp(W, diag_w, n, lin, K[point, point], eps, tol, max_iter, alpha, G)
+    return _coverage_qp(W, diag_w, n, lin, K[point, point], eps, tol, max_iter, alpha, G, active)
 
 
 def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = DEFAULT_EPSILON,
@@ -405,10 +409,11 @@ def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = 
         raise ValueError("check_point needs at least one candidate")
     W, diag_w = np.empty((n, n)), np.empty(n)
     _gather_gram(K, cand, n, W, diag_w)
-    alpha, G, lin = np.zeros(n), np.zeros(n), np.zeros(n)
+    alpha, G, lin, active = np.zeros(n), np.zeros(n), np.zeros(n), np.empty(n, dtype=np.int64)
     # deciding stops once the answer is known; otherwise eps = inf leaves the gap alone to stop the solve
     stop_eps, stop_gap = (float(eps), np.inf) if decide else (np.inf, float(gap_tol))
-    f, _ = _check_point(K, int(point), cand, n, W, diag_w, stop_eps, stop_gap, int(max_iter), alpha, G, lin)
+    f, _ = _check_point(K, int(point), cand, n, W, diag_w, stop_eps, stop_gap, int(max_iter), alpha, G, lin,
+                        active)
     return bool(f <= eps), float(max(f, 0.0)), alpha
 
 
@@ -500,6 +505,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
     alpha = np.zeros(n)
     G = np.zeros(n)
     lin = np.zeros(n)
+    active = np.empty(n, dtype=np.int64)  # the QPs' points with weight
     n_cand = np.int64(0)  # not a literal 0: the callees would be compiled for Literal[int](0) as well
     for i in range(n):
         if on_sphere[i]:
@@ -511,7 +517,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
     n_capped = 0
     for p in range(order.shape[0]):
         x = order[p]
-        f, n_iter = _check_point(K, x, cand, n_cand, W, diag_w, eps, np.inf, max_iter, alpha, G, lin)
+        f, n_iter = _check_point(K, x, cand, n_cand, W, diag_w, eps, np.inf, max_iter, alpha, G, lin, active)
         if f > eps:
             cand[n_cand] = x
             W = _append_to_gram(K, cand, n_cand, W, diag_w)
@@ -536,7 +542,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
                 lin[q] = EXCLUDED
         if n_others == 0:
             continue
-        f, _ = _coverage_qp(W, diag_w, n_cand, lin, K[x, x], eps, np.inf, max_iter, alpha, G)
+        f, _ = _coverage_qp(W, diag_w, n_cand, lin, K[x, x], eps, np.inf, max_iter, alpha, G, active)
         if f <= eps:
             keep[p] = False
             n_pruned += 1
@@ -560,7 +566,7 @@ def _derive_ae(K, on_sphere, order, eps, weights, max_iter, gap_fraction, store_
         x = order[p]
         if is_rep[x]:
             continue
-        f, _ = _check_point(K, x, reps, n_reps, W, diag_w, eps, gap_target, max_iter, alpha, G, lin)
+        f, _ = _check_point(K, x, reps, n_reps, W, diag_w, eps, gap_target, max_iter, alpha, G, lin, active)
         if f <= eps or not enforce:
             residual[x] = max(f, 0.0)
             for q in range(n_reps):
