@@ -282,7 +282,9 @@ def _append_to_gram(K, rows, k, W, diag_w):
     if k >= W.shape[0]:
         width = max(k + 1, min(2 * k, K.shape[0]))
         wider = np.empty((width, width))
-        wider[:k, :k] = W[:k, :k]
+        for i in range(k):  # loops, not a slice assignment: that compiles several seconds longer
+            for j in range(k):
+                wider[i, j] = W[i, j]
         W = wider
     r = rows[k]
     for j in range(k + 1):
