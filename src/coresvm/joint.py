@@ -36,7 +36,7 @@ kernel rows of the working set, exact gradient; :func:`uses_dense_joint`).
 
 It is also the thesis's own method, MNSVM (or SphereSVM) on this kernel (sec. 5.4.2: the binary
 solvers generalized to multiclass): ``solver='mnsvm'`` / ``'sphere'`` run the same loop as for a
-binary problem (:func:`~coresvm.solvers.geometric.solve_ball`: first violator of the draws, the
+binary problem (:func:`~coresvm.solvers.geometric.solve_in_stages`: first violator of the draws, the
 pairwise MDM / IMDM step of Alg. 4 / eq. 5.31 between it and an SV, multiscale eps), with the
 compiled kernel evaluation given the label vectors ``y_{c_i}`` (:attr:`SimplexProblem.labels
 <coresvm.problem.SimplexProblem.labels>`) in place of the signs: every step, threshold and update

@@ -19,14 +19,15 @@ from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
 from .geometric import (
     BALL_RULES,
     STOPPING_RULES,
+    BlockBallRun,
+    BvmRun,
+    DrawnBallRun,
     block_search_features,
     bvm_track_after,
     default_eps,
     multiscale_schedule,
     run_gap_check,
-    solve_ball,
-    solve_ball_blocked,
-    solve_bvm,
+    solve_in_stages,
     tracks_every_point,
 )
 from .options import SolverOptions
@@ -223,16 +224,15 @@ def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
 
 
 def _run_bvm(problem, options, rng, init_point: int, eps: float, stages: np.ndarray) -> SolverResult:
-    """BVM (:func:`~coresvm.solvers.geometric.solve_bvm`): no Gram matrix, so no cache budget."""
+    """BVM (:class:`~coresvm.solvers.geometric.BvmRun`): no Gram matrix, so no cache budget."""
     start = time.perf_counter()
     m = problem.n_points
     track_after = bvm_track_after(m, options.probe) if options.track_after is None else options.track_after
-    support, alpha, g_support, n_iter, _, status, stage_log = solve_bvm(
-        problem, np.int64(STOPPING_RULES[options.stopping]), stages, np.int64(options.draws),
-        np.int64(options.probe), float(options.eta), int(options.max_iter), float(options.max_time),
-        rng.randint(0, 2**31 - 1), int(init_point), *strata(problem.y, options.stratified),
-        min(options.max_core_vectors, m), track_after, float(options.verbose),
-    )
+    run = BvmRun(problem, np.int64(STOPPING_RULES[options.stopping]), len(stages), np.int64(options.draws),
+                 np.int64(options.probe), float(options.eta), rng.randint(0, 2**31 - 1), int(init_point),
+                 *strata(problem.y, options.stratified), min(options.max_core_vectors, m), track_after)
+    support, alpha, g_support, n_iter, _, status, stage_log = solve_in_stages(
+        run, stages, int(options.max_iter), float(options.max_time), float(options.verbose))
     return _ball_result(problem, options, rng, support, alpha, n_iter, status, start, len(stages), eps,
                         g_support=g_support, stage_log=stage_log)
 
@@ -292,18 +292,12 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     rule = np.int64(BALL_RULES[options.ball_rule])
     selection = np.int64(SECOND_VERTEX_RULES[options.second_vertex])
     stopping = np.int64(STOPPING_RULES[options.stopping])
+    parts = (problem, rule, selection, float(options.gmdm_k), stopping, int(options.draws), int(options.probe),
+             float(options.eta), int(init_point), strata_ptr, strata_order, gram)
     if features is not None:
-        support, alpha, n_iter, w2, _, status = solve_ball_blocked(
-            problem, rule, selection, float(options.gmdm_k), stopping, stages, int(options.draws),
-            int(options.probe), float(options.eta), int(options.max_iter), float(options.max_time), rng,
-            int(init_point), strata_ptr, strata_order, gram, features, float(options.verbose),
-        )
+        run = BlockBallRun(*parts, features, rng)
     else:
-        support, alpha, n_iter, w2, _, status = solve_ball(
-            *problem.kernel_args(), problem.diag, rule, selection, float(options.gmdm_k), stopping, stages,
-            np.int64(options.draws), np.int64(options.probe), float(options.eta), np.int64(options.max_iter),
-            float(options.max_time), np.int64(rng.randint(0, 2**31 - 1)), np.int64(init_point), strata_ptr,
-            strata_order, gram, np.zeros((1, 1)), np.empty((m, m)) if tracking else np.zeros((1, 1)),
-            float(options.verbose),
-        )
+        run = DrawnBallRun(*parts, np.empty((m, m)) if tracking else np.zeros((1, 1)), rng.randint(0, 2**31 - 1))
+    support, alpha, n_iter, w2, _, status = solve_in_stages(run, stages, int(options.max_iter),
+                                                             float(options.max_time), float(options.verbose))
     return _ball_result(problem, options, rng, support, alpha, n_iter, status, start, len(stages), eps)

@@ -45,15 +45,17 @@ SphereSVM and MNSVM keep the SVs' Gram matrix in memory, within the same byte
 budget as the core set of :mod:`~coresvm.solvers.core_set`; a candidate's row
 over the SVs is computed when it is drawn, and kept if it joins.  Small problems
 (the rows of ``Q`` fit the budget too) keep every point's ``g`` instead, so that a
-drawn candidate's ``g`` is a lookup (:func:`solve_ball`'s ``q_rows``).  BVM runs in
-its own loop (:func:`solve_bvm`) without a Gram matrix: its step has no second
-vertex, so it needs only the candidates' ``g``, which it computes on demand
-while the SVs are few and then keeps for every point (one kernel column a step).
-A BVM run cut inside an eps stage returns the model of the last completed stage.
+drawn candidate's ``g`` is a lookup (:class:`DrawnBallRun`'s ``q_rows``).  BVM (:class:`BvmRun`) runs
+without a Gram matrix: its step has no second vertex, so it needs only the
+candidates' ``g``, which it computes on demand while the SVs are few and then
+keeps for every point (one kernel column a step).  A BVM run cut inside an eps
+stage returns the model of the last completed stage.  All three run in one loop,
+:func:`solve_in_stages`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from types import SimpleNamespace
@@ -64,7 +66,6 @@ from numba import njit
 
 from ..kernels import apply_kernel_to_dots, kernel_product, rbf_factorizable, row_to_dense, single_threaded_blas
 from ..problem import extended_column, extended_row
-from .clock import now
 from .core_set import compact_gram_in_place, select_second_vertex
 from .engine import (
     STATUS_CONVERGED,
@@ -72,7 +73,6 @@ from .engine import (
     STATUS_MAX_ITER,
     STATUS_MAX_TIME,
     print_progress,
-    report_progress,
 )
 from .sampling import draw_candidates, draw_points
 from .steps import CURVATURE_FLOOR, clipped_step, objective_change, pairwise_direction, toward_direction
@@ -196,7 +196,7 @@ def g_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, point, s
 def draw_violator(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, stopping, w2, eps, draws, probe,
                   strata_ptr, strata_order, sv_idx, alpha, n_sv, sv_pos, g, keeps_svs, g_all, tracked, pending_v,
                   pending_beta, n_pending, draw_buffer, row, best_row):
-    """The violator search by compiled draws, shared by :func:`solve_ball` and :func:`solve_bvm`.
+    """The violator search by compiled draws, shared by :class:`DrawnBallRun` and :class:`BvmRun`.
 
     Up to ``draws // probe`` tries of ``probe`` draws; the worst violator of the first try that has one
     (``probe == 1``: the first violating draw, Strack 2013 sec. 5.1.2; ``probe == 59``: LibCVM's
@@ -337,7 +337,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
     ``g_v`` is its ``g`` and ``best_row`` its row of ``Q`` over the SVs (used when it is not an SV yet);
     ``partner_values`` is the second-vertex search's work space (as many entries as the SV set's capacity).
     Returns (number of SVs, new w2, whether the SV set was full).  Shared by the compiled
-    search (:func:`solve_ball`) and the block search (:func:`solve_ball_blocked`).
+    search (:func:`drawn_ball_steps`) and the block search (:class:`BlockBallRun`).
     """
     capacity = gram.shape[0]
     # 2. bring v into the SV set
@@ -353,7 +353,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
         v = n_sv
         n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, v_point, best_row, g_v,
                           diag_all[v_point], data, features)
-    # 3. the step (BVM has its own loop, solve_bvm)
+    # 3. the step (BVM has its own step, BvmRun.advance)
     u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k, partner_values)
     if u < 0:
         # no SV to take weight from (v is the only one): an exact toward step
@@ -400,7 +400,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
 
 
 def tracks_every_point(problem, cache_bytes: int) -> bool:
-    """Whether :func:`solve_ball` keeps every point's ``g`` (its ``q_rows``): the rows of ``Q`` and the
+    """Whether :class:`DrawnBallRun` keeps every point's ``g`` (its ``q_rows``): the rows of ``Q`` and the
     SV Gram, at most ``m x m`` float64 each, fit ``cache_bytes`` (one-vs-one pairs, small data sets)."""
     m = problem.n_points
     return 2 * m * m * 8 <= cache_bytes
@@ -453,11 +453,136 @@ def _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bia
             weight[point] = 0.0
 
 
+# ---------------------------------------------------------------------------------------------
+# The loop of the family: eps stages, each run until the search finds no violator (Strack 2013 Alg. 5)
+# ---------------------------------------------------------------------------------------------
+STAGE_DONE, STEPS_TAKEN, SV_SET_FULL = 0, 1, 2  # how a run's advance() ended
+CHECK_EVERY = 16  # compiled runs: iterations between two looks at the clock (and the progress line)
+
+
+def solve_in_stages(run, stages: np.ndarray, max_iter: int, max_time: float, verbose: float):
+    """Run BVM, SphereSVM or MNSVM (``run``: :class:`DrawnBallRun`, :class:`BlockBallRun`, :class:`BvmRun`)
+    over the eps ``stages`` (the multiscale schedule, or one stage).
+
+    The stage, budget and progress logic is here, once; ``run.advance(eps, n)`` takes up to ``n``
+    iterations (violator search, then the step) and says whether the stage is done or the SV set is
+    full, and ``run.stopped(status, ...)`` builds the result.
+    """
+    n_iter = 0
+    start = time.perf_counter()
+    last_report = 0.0
+    with run.running():
+        for stage, eps in enumerate(stages):
+            while True:
+                if n_iter >= max_iter:
+                    return run.stopped(STATUS_MAX_ITER, stage, n_iter)
+                elapsed = time.perf_counter() - start
+                if elapsed > max_time:
+                    return run.stopped(STATUS_MAX_TIME, stage, n_iter)
+                if verbose > 0.0 and elapsed - last_report >= verbose:
+                    print_progress(n_iter, 2.0 * run.last_violation * run.w2, run.last_violation, run.n_sv, elapsed)
+                    last_report = elapsed
+                steps, outcome = run.advance(float(eps), min(run.steps_per_call, max_iter - n_iter))
+                n_iter += steps
+                if outcome == SV_SET_FULL:
+                    return run.stopped(STATUS_CORE_SET_FULL, stage, n_iter)
+                if outcome == STAGE_DONE:
+                    run.complete_stage(stage, eps, n_iter, time.perf_counter() - start)
+                    break
+    return run.stopped(STATUS_CONVERGED, len(stages), n_iter)
+
+
+class BallRun:
+    """SphereSVM / MNSVM (Strack 2013 Algs. 3-4): the SV set, its Gram and weights, and the step rule.
+
+    The SVs' arrays have the Gram's capacity; :func:`ball_step` keeps them.  Subclasses differ only
+    in the violator search (:class:`DrawnBallRun`: compiled draws; :class:`BlockBallRun`: BLAS blocks).
+    """
+
+    steps_per_call = 1
+
+    def __init__(self, problem, rule, selection, gmdm_k, stopping, draws, probe, eta, init_point, strata_ptr,
+                 strata_order, gram, features):
+        self.problem, self.kargs, self.diag_all = problem, problem.kernel_args(), problem.diag
+        self.rule, self.selection, self.gmdm_k, self.eta = np.int64(rule), np.int64(selection), float(gmdm_k), eta
+        self.stopping, self.draws, self.probe = np.int64(stopping), np.int64(draws), np.int64(probe)
+        self.strata_ptr, self.strata_order = strata_ptr, strata_order
+        capacity = gram.shape[0]
+        self.gram, self.features = gram, features
+        self.sv_idx = np.zeros(capacity, dtype=np.int64)
+        self.sv_pos = np.full(problem.n_points, -1, dtype=np.int64)
+        self.alpha, self.g, self.diag = np.zeros(capacity), np.zeros(capacity), np.zeros(capacity)
+        self.row, self.best_row = np.empty(capacity), np.empty(capacity)
+        self.partner_values = np.empty(capacity)  # ball_step's second-vertex search
+        self.n_sv = _append_sv(self.sv_idx, self.sv_pos, self.alpha, self.g, self.diag, gram, 0, init_point,
+                               self.row, self.diag_all[init_point], self.diag_all[init_point], self.kargs[0],
+                               features)
+        self.alpha[0] = 1.0
+        self.w2 = self.radius2 = float(self.diag_all[init_point])  # R^2 = k~(x, x), constant for the MEB solvers
+        self.last_violation = 0.0
+
+    def running(self):
+        return contextlib.nullcontext()
+
+    def step(self, v_point: int, g_v: float) -> bool:
+        """:func:`ball_step` toward the violator ``v_point`` (its row over the SVs in ``best_row``); whether
+        the SV set was full."""
+        self.n_sv, self.w2, full = ball_step(*self.kargs, self.diag_all, self.rule, self.selection, self.gmdm_k,
+                                             self.eta, self.radius2, self.w2, v_point, g_v, self.best_row,
+                                             self.sv_idx, self.sv_pos, self.alpha, self.g, self.diag, self.gram,
+                                             self.features, self.n_sv, self.partner_values)
+        return full
+
+    def complete_stage(self, stage, eps, n_iter, seconds) -> None:
+        self.last_violation = 0.0
+
+    def stopped(self, status, n_stages, n_iter):
+        """(sv indices, weights, iterations, w2, last relative violation, status)."""
+        n_sv = self.n_sv
+        return self.sv_idx[:n_sv].copy(), self.alpha[:n_sv].copy(), n_iter, self.w2, self.last_violation, status
+
+
 @njit(cache=True)
-def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k,
-               stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr, strata_order,
-               gram, features, q_rows, verbose):
-    """Run BVM / SphereSVM / MNSVM over the eps ``stages``.
+def drawn_ball_steps(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule, selection, gmdm_k, eta,
+                     stopping, eps, draws, probe, strata_ptr, strata_order, n_steps, radius2, w2, n_sv, sv_idx,
+                     sv_pos, alpha, g, diag, gram, features, partner_values, row, best_row, draw_buffer, q_rows,
+                     have_row, weight, g_all, old_points):
+    """Up to ``n_steps`` iterations of :class:`DrawnBallRun`: :func:`draw_violator`, then :func:`ball_step`.
+
+    With ``q_rows`` of ``m`` rows (:func:`tracks_every_point`) every point's ``g_all`` is kept up to date
+    from the rows of ``Q`` of the points whose weight changed.  Returns (#SV, w2, iterations taken,
+    last relative violation, outcome: ``STAGE_DONE``, ``STEPS_TAKEN`` or ``SV_SET_FULL``).
+    """
+    no_pending_v = np.zeros(1, dtype=np.int64)  # BVM's pending steps (draw_violator): none here
+    no_pending_beta = np.zeros(1)
+    tracking = q_rows.shape[0] == y.shape[0] and y.shape[0] > 1
+    last_violation = 0.0
+    for taken in range(n_steps):
+        v_point, g_v, margin = draw_violator(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
+                                             stopping, w2, eps, draws, probe, strata_ptr, strata_order, sv_idx,
+                                             alpha, n_sv, sv_pos, g, True, g_all, tracking, no_pending_v,
+                                             no_pending_beta, 0, draw_buffer, row, best_row)
+        if v_point < 0:
+            return n_sv, w2, taken, 0.0, STAGE_DONE
+        if tracking and sv_pos[v_point] < 0:
+            _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx, n_sv, q_rows,
+                          have_row, best_row)
+        last_violation = margin / w2
+        n_old = n_sv
+        old_points[:n_old] = sv_idx[:n_old]
+        n_sv, w2, full = ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule,
+                                   selection, gmdm_k, eta, radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos,
+                                   alpha, g, diag, gram, features, n_sv, partner_values)
+        if full:
+            return n_sv, w2, taken, last_violation, SV_SET_FULL
+        if tracking:
+            _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, sv_idx, alpha, n_sv,
+                                  sv_pos, old_points, n_old, weight, g_all, q_rows, have_row)
+    return n_sv, w2, n_steps, last_violation, STEPS_TAKEN
+
+
+class DrawnBallRun(BallRun):
+    """SphereSVM / MNSVM with the compiled search (:func:`draw_violator`), ``CHECK_EVERY`` iterations a call.
 
     ``q_rows``: an ``(m x m)`` buffer for a small problem (:func:`tracks_every_point`), else ``(1 x 1)``.
     With it every point's ``g`` is kept exactly, from the rows of ``Q`` of the points that have been
@@ -465,78 +590,35 @@ def solve_ball(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all
     ``#SV`` kernel values: on a one-vs-one pair the search draws ~100 candidates per step, while a
     step changes a few weights.  The draws and steps are the same either way, up to rounding (the
     ~1e-17 differences of the two sums can tip a near tie of the second-vertex rule).
-
-    Returns (sv indices, weights, iterations, w2, last relative violation, status).
     """
-    np.random.seed(seed)
-    no_pending_v = np.zeros(1, dtype=np.int64)  # BVM's pending steps (draw_violator): none here
-    no_pending_beta = np.zeros(1)
-    m = y.shape[0]
-    capacity = gram.shape[0]
-    tracking = q_rows.shape[0] == m and m > 1
-    have_row = np.zeros(m if tracking else 1, dtype=np.bool_)
-    weight = np.zeros(m if tracking else 1)  # the weights g_all is the gradient of
-    g_all = np.zeros(m if tracking else 1)
-    old_points = np.empty(capacity, dtype=np.int64)  # the SVs before a step
-    sv_idx = np.zeros(capacity, dtype=np.int64)
-    sv_pos = np.full(m, -1, dtype=np.int64)
-    alpha = np.zeros(capacity)
-    g = np.zeros(capacity)
-    diag = np.zeros(capacity)
-    row = np.empty(capacity)
-    best_row = np.empty(capacity)
-    partner_values = np.empty(capacity)  # ball_step's second-vertex search
-    draw_buffer = np.empty(probe, dtype=np.int64)
-    n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
-                      diag_all[init_point], data, features)
-    alpha[0] = 1.0
-    if tracking:
-        _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, sv_idx, alpha, n_sv, sv_pos,
-                              old_points, 0, weight, g_all, q_rows, have_row)
-    w2 = diag_all[init_point]
-    radius2 = diag_all[init_point]  # R^2 = k~(x, x), constant for the MEB solvers
-    n_iter = 0
-    status = STATUS_CONVERGED
-    last_violation = 0.0
-    t_start = now()
-    last_report = 0.0
-    for stage in range(stages.shape[0]):
-        eps = stages[stage]
-        while True:
-            if n_iter >= max_iter:
-                return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_ITER
-            if n_iter % 16 == 0:
-                elapsed = now() - t_start
-                if elapsed > max_time:
-                    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_TIME
-                if verbose > 0.0 and elapsed - last_report >= verbose:
-                    report_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
-                    last_report = elapsed
-            # 1. violator search (compiled draws; solve_ball_blocked has the block search)
-            v_point, g_v, margin = draw_violator(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
-                                                 stopping, w2, eps, draws, probe, strata_ptr, strata_order, sv_idx,
-                                                 alpha, n_sv, sv_pos, g, True, g_all, tracking, no_pending_v,
-                                                 no_pending_beta, 0, draw_buffer, row, best_row)
-            if tracking and v_point >= 0 and sv_pos[v_point] < 0:
-                _row_over_svs(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, v_point, sv_idx, n_sv, q_rows,
-                              have_row, best_row)
-            if v_point < 0:
-                last_violation = 0.0
-                break  # this stage is done
-            last_violation = margin / w2
-            # 2.-3. the step
-            n_old = n_sv
-            old_points[:n_old] = sv_idx[:n_old]
-            n_sv, w2, full = ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule,
-                                       selection, gmdm_k, eta, radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos,
-                                       alpha, g, diag, gram, features, n_sv, partner_values)
-            if full:
-                return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CORE_SET_FULL
-            if tracking:
-                _track_weight_changes(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, sv_idx, alpha, n_sv,
-                                      sv_pos, old_points, n_old, weight, g_all, q_rows, have_row)
-            n_iter += 1
-    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, status
+
+    steps_per_call = CHECK_EVERY
+
+    def __init__(self, problem, rule, selection, gmdm_k, stopping, draws, probe, eta, init_point, strata_ptr,
+                 strata_order, gram, q_rows, seed):
+        _seed_compiled_rng(np.int64(seed))
+        super().__init__(problem, rule, selection, gmdm_k, stopping, draws, probe, eta, init_point, strata_ptr,
+                         strata_order, gram, np.zeros((1, 1)))
+        m = problem.n_points
+        tracking = q_rows.shape[0] == m and m > 1
+        self.q_rows = q_rows
+        self.have_row = np.zeros(m if tracking else 1, dtype=np.bool_)
+        self.weight = np.zeros(m if tracking else 1)  # the weights g_all is the gradient of
+        self.g_all = np.zeros(m if tracking else 1)
+        self.old_points = np.empty(self.gram.shape[0], dtype=np.int64)  # the SVs before a step
+        self.draw_buffer = np.empty(probe, dtype=np.int64)
+        if tracking:
+            _track_weight_changes(*self.kargs, self.sv_idx, self.alpha, self.n_sv, self.sv_pos, self.old_points, 0,
+                                  self.weight, self.g_all, q_rows, self.have_row)
+
+    def advance(self, eps: float, n_steps: int):
+        self.n_sv, self.w2, taken, self.last_violation, outcome = drawn_ball_steps(
+            *self.kargs, self.diag_all, self.rule, self.selection, self.gmdm_k, self.eta, self.stopping, eps,
+            self.draws, self.probe, self.strata_ptr, self.strata_order, np.int64(n_steps), self.radius2, self.w2,
+            self.n_sv, self.sv_idx, self.sv_pos, self.alpha, self.g, self.diag, self.gram, self.features,
+            self.partner_values, self.row, self.best_row, self.draw_buffer, self.q_rows, self.have_row,
+            self.weight, self.g_all, self.old_points)
+        return taken, outcome
 
 
 # ---------------------------------------------------------------------------------------------
@@ -713,62 +795,41 @@ def find_violator(rng, m, diag_all, stopping, w2, eps, draws, probe, strata_ptr,
     return -1, 0.0, 0.0
 
 
-def solve_ball_blocked(problem, rule, selection, gmdm_k, stopping, stages, draws, probe, eta, max_iter, max_time,
-                       rng, init_point, strata_ptr, strata_order, gram, features, verbose):
-    """:func:`solve_ball` with the violator search in BLAS blocks (same steps, same return values).
+class BlockBallRun(BallRun):
+    """SphereSVM / MNSVM with the violator search in BLAS blocks (:func:`find_violator`): the same steps.
 
-    The loop is in Python (one search and one compiled :func:`ball_step` per iteration).  Its own
-    work (drawing, thresholds, bookkeeping) was ~0.9 ms of an iteration's ~5.8 ms in a cProfile
-    of MNSVM on ijcnn1 (loaded machine); it pays off because an iteration scores tens to hundreds
-    of candidates against thousands of SVs.
+    One iteration a call, in Python (one search and one compiled :func:`ball_step`).  Its own work
+    (drawing, thresholds, bookkeeping) was ~0.9 ms of an iteration's ~5.8 ms in a cProfile of MNSVM
+    on ijcnn1 (loaded machine); it pays off because an iteration scores tens to hundreds of
+    candidates against thousands of SVs.
     """
-    kargs = problem.kernel_args()
-    diag_all = problem.diag
-    m = problem.n_points
-    capacity = gram.shape[0]
-    sv_idx = np.zeros(capacity, dtype=np.int64)
-    sv_pos = np.full(m, -1, dtype=np.int64)
-    alpha, g, diag = np.zeros(capacity), np.zeros(capacity), np.zeros(capacity)
-    row = np.empty(capacity)
-    partner_values = np.empty(capacity)  # ball_step's second-vertex search
-    scorer = _BlockScorer(problem, features)
-    if scorer.sparse:  # the scorer keeps the SVs' feature columns itself; ball_step keeps no feature rows
-        features = np.zeros((1, 1))
-    n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, 0, init_point, row, diag_all[init_point],
-                      diag_all[init_point], kargs[0], features)
-    alpha[0] = 1.0
-    w2 = radius2 = float(diag_all[init_point])  # R^2 = k~(x, x), constant for the MEB solvers
-    n_iter, last_violation = 0, 0.0
-    start = time.perf_counter()
-    last_report = 0.0
-    with single_threaded_blas():  # blocks of ~100 x #SV: threads cost more than they save, and the cores are shared
-        for eps in stages:
-            while True:
-                if n_iter >= max_iter:
-                    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_ITER
-                elapsed = time.perf_counter() - start
-                if elapsed > max_time:
-                    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_MAX_TIME
-                if verbose > 0.0 and elapsed - last_report >= verbose:
-                    print_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
-                    last_report = elapsed
-                scorer.refresh(sv_idx, alpha, n_sv)
-                v_point, g_v, margin = find_violator(rng, m, diag_all, stopping, w2, float(eps), draws, probe,
-                                                     strata_ptr, strata_order, sv_pos, g, scorer)
-                if v_point < 0:
-                    last_violation = 0.0
-                    break  # this stage is done
-                last_violation = margin / w2
-                if sv_pos[v_point] < 0:
-                    scorer.row(v_point, row)  # from the block that found it
-                n_sv, w2, full = ball_step(*kargs, diag_all, rule, selection, gmdm_k, eta, radius2, w2, v_point,
-                                           g_v, row, sv_idx, sv_pos, alpha, g, diag, gram, features, n_sv,
-                                           partner_values)
-                if full:
-                    return (sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation,
-                            STATUS_CORE_SET_FULL)
-                n_iter += 1
-    return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), n_iter, w2, last_violation, STATUS_CONVERGED
+
+    def __init__(self, problem, rule, selection, gmdm_k, stopping, draws, probe, eta, init_point, strata_ptr,
+                 strata_order, gram, features, rng):
+        self.scorer = _BlockScorer(problem, features)
+        if self.scorer.sparse:  # the scorer keeps the SVs' feature columns itself; ball_step keeps no feature rows
+            features = np.zeros((1, 1))
+        super().__init__(problem, rule, selection, gmdm_k, stopping, draws, probe, eta, init_point, strata_ptr,
+                         strata_order, gram, features)
+        self.rng = rng
+
+    def running(self):
+        # blocks of ~100 x #SV: threads cost more than they save, and the cores are shared
+        return single_threaded_blas()
+
+    def advance(self, eps: float, n_steps: int):
+        self.scorer.refresh(self.sv_idx, self.alpha, self.n_sv)
+        v_point, g_v, margin = find_violator(self.rng, self.problem.n_points, self.diag_all, self.stopping, self.w2,
+                                             eps, int(self.draws), int(self.probe), self.strata_ptr,
+                                             self.strata_order, self.sv_pos, self.g, self.scorer)
+        if v_point < 0:
+            return 0, STAGE_DONE
+        self.last_violation = margin / self.w2
+        if self.sv_pos[v_point] < 0:
+            self.scorer.row(v_point, self.best_row)  # from the block that found it
+        if self.step(v_point, g_v):
+            return 0, SV_SET_FULL
+        return 1, STEPS_TAKEN
 
 
 # ---------------------------------------------------------------------------------------------
@@ -793,7 +854,7 @@ COLUMN_VALUE_SPEEDUP = 10  # a column's kernel value (BLAS + vectorized exp) vs 
 
 
 def bvm_track_after(m: int, probe: int) -> int:
-    """The #SV from which BVM keeps ``g`` of every point (:func:`solve_bvm`).
+    """The #SV from which BVM keeps ``g`` of every point (:class:`BvmRun`).
 
     From then on one try of the search on demand (``probe x #SV`` kernel values, one scalar ``exp``
     each) costs more than the one column of ``m`` values a step needs when ``g`` is tracked, which are
@@ -827,7 +888,7 @@ class _ColumnMaker:
     """``Q[:, v]`` over every training point: one BLAS GEMV (dense) or the CSC columns of x_v's features
     (sparse), and a vectorized ``exp``.
 
-    Used by BVM once it tracks every point's ``g`` (:func:`solve_bvm`); a compiled scalar loop
+    Used by BVM once it tracks every point's ``g`` (:class:`BvmRun`); a compiled scalar loop
     (:func:`~coresvm.problem.extended_row`) was ~4x slower on w8a, mostly in its scalar ``exp``.
     """
 
@@ -947,9 +1008,8 @@ def _toward_all(g_all, kernel, y, v, bias, inv_c_v, beta):
     g_all[v] += beta * inv_c_v
 
 
-def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, seed, init_point, strata_ptr,
-              strata_order, max_sv, track_after, verbose):
-    """BVM (Strack 2013 Alg. 2) over the eps ``stages``, with LibCVM's "59 x 10" violator search.
+class BvmRun:
+    """BVM (Strack 2013 Alg. 2) with LibCVM's "59 x 10" violator search, for :func:`solve_in_stages`.
 
     Each iteration draws ``probe`` candidates (up to ``draws // probe`` times) and steps toward
     the worst violator of the first try that has one: ``c' = (1 - beta) c + beta x~_v``, every
@@ -963,92 +1023,89 @@ def solve_bvm(problem, stopping, stages, draws, probe, eta, max_iter, max_time, 
     lookup.  The draws, the search and the steps are the same in both modes.
 
     A run cut by ``max_time``, ``max_iter`` or ``max_sv`` inside a stage returns the model of the last
-    completed stage (see ``stopped`` below).
-
-    Returns (sv indices, weights, their g when tracked or None, iterations, last relative violation,
-    status, stage log) where the stage log has one row ``(eps, iterations, #SV, seconds)`` per
-    completed stage.
+    completed stage (:meth:`stopped`), as (sv indices, weights, their g when tracked or None,
+    iterations, last relative violation, status, stage log); the stage log has one row
+    ``(eps, iterations, #SV, seconds)`` per completed stage.
     """
-    kargs = problem.kernel_args()
-    diag_all = problem.diag
-    m = problem.n_points
-    _seed_compiled_rng(np.int64(seed))
-    sv_idx = np.zeros(max_sv, dtype=np.int64)
-    sv_pos = np.full(m, -1, dtype=np.int64)
-    alpha = np.zeros(max_sv)
-    row = np.empty(max(max_sv, PENDING_STEPS))
-    no_sv_g = np.zeros(0)  # BVM keeps no g or Gram over the SVs (draw_violator's keeps_svs=False)
-    draw_buffer = np.empty(probe, dtype=np.int64)
-    sv_idx[0], sv_pos[init_point], alpha[0], n_sv = init_point, 0, 1.0, 1
-    w2 = radius2 = float(diag_all[init_point])  # R^2 = k~(x, x), constant for the MEB solvers
-    if not _ColumnMaker.applies(problem):
-        track_after = max_sv + 1
-    g_all, column_of = np.zeros(0), None
-    no_pending = SimpleNamespace(pending_v=np.zeros(1, dtype=np.int64), pending_beta=np.zeros(1), n_pending=0)
-    stage_log = np.zeros((len(stages), 4))
-    n_iter, last_violation = 0, 0.0
-    start = time.perf_counter()
-    last_report = 0.0
 
-    snapshot = None  # the model at the end of the last completed stage
+    steps_per_call = 1
 
-    def current():
+    def __init__(self, problem, stopping, n_stages, draws, probe, eta, seed, init_point, strata_ptr, strata_order,
+                 max_sv, track_after):
+        self.problem, self.kargs, self.diag_all = problem, problem.kernel_args(), problem.diag
+        self.stopping, self.draws, self.probe, self.eta = stopping, draws, probe, eta
+        self.strata_ptr, self.strata_order = strata_ptr, strata_order
+        self.max_sv = max_sv
+        _seed_compiled_rng(np.int64(seed))
+        self.sv_idx = np.zeros(max_sv, dtype=np.int64)
+        self.sv_pos = np.full(problem.n_points, -1, dtype=np.int64)
+        self.alpha = np.zeros(max_sv)
+        self.row = np.empty(max(max_sv, PENDING_STEPS))
+        self.no_sv_g = np.zeros(0)  # BVM keeps no g or Gram over the SVs (draw_violator's keeps_svs=False)
+        self.draw_buffer = np.empty(probe, dtype=np.int64)
+        self.sv_idx[0], self.sv_pos[init_point], self.alpha[0], self.n_sv = init_point, 0, 1.0, 1
+        self.w2 = self.radius2 = float(self.diag_all[init_point])  # R^2 = k~(x, x), constant for the MEB solvers
+        self.track_after = track_after if _ColumnMaker.applies(problem) else max_sv + 1
+        self.g_all, self.column_of = np.zeros(0), None
+        self.no_pending = SimpleNamespace(pending_v=np.zeros(1, dtype=np.int64), pending_beta=np.zeros(1),
+                                          n_pending=0)
+        self.stage_log = np.zeros((n_stages, 4))
+        self.last_violation = 0.0
+        self.snapshot = None  # the model at the end of the last completed stage
+
+    def running(self):
+        return single_threaded_blas()  # small BLAS calls per step: threads cost more than they save (shared cores)
+
+    def advance(self, eps: float, n_steps: int):
+        if self.column_of is None and self.n_sv >= self.track_after:
+            self.column_of = _ColumnMaker(self.problem, self.probe)
+            self.g_all = self.column_of.gradients(self.sv_idx[: self.n_sv], self.alpha[: self.n_sv])
+        tracked = self.column_of is not None
+        pending = self.column_of if tracked else self.no_pending
+        v_point, g_v, margin = draw_violator(*self.kargs, self.diag_all, self.stopping, self.w2, eps, self.draws,
+                                             self.probe, self.strata_ptr, self.strata_order, self.sv_idx, self.alpha,
+                                             self.n_sv, self.sv_pos, self.no_sv_g, False, self.g_all, tracked,
+                                             pending.pending_v, pending.pending_beta, pending.n_pending,
+                                             self.draw_buffer, self.row, self.no_sv_g)
+        if v_point < 0:
+            return 0, STAGE_DONE
+        self.last_violation = margin / self.w2
+        v = self.sv_pos[v_point]
+        if v < 0:  # v joins the SVs
+            if self.n_sv == self.max_sv:
+                return 0, SV_SET_FULL
+            v = self.n_sv
+            self.sv_idx[v], self.sv_pos[v_point], self.alpha[v] = v_point, v, 0.0
+            self.n_sv += 1
+        # the ball step c' = (1 - beta) c + beta x~_v (Strack 2013 Alg. 2 lines 5-7)
+        tau_v = float(self.diag_all[v_point])
+        beta = _bvm_beta(g_v, self.w2, tau_v, self.radius2, self.eta)
+        if beta > 0.0:
+            w2 = self.w2
+            self.w2 = (1.0 - beta) ** 2 * w2 + 2.0 * beta * (1.0 - beta) * g_v + beta * beta * tau_v
+            self.alpha[: self.n_sv] *= 1.0 - beta
+            self.alpha[v] += beta
+            if tracked:
+                self.column_of.defer(v_point, beta, self.g_all)
+        return 1, STEPS_TAKEN
+
+    def current(self):
         g_support = None
-        if column_of is not None:
-            column_of.flush(g_all)
-            g_support = g_all[sv_idx[:n_sv]]
-        return sv_idx[:n_sv].copy(), alpha[:n_sv].copy(), g_support
+        if self.column_of is not None:
+            self.column_of.flush(self.g_all)
+            g_support = self.g_all[self.sv_idx[: self.n_sv]]
+        return self.sv_idx[: self.n_sv].copy(), self.alpha[: self.n_sv].copy(), g_support
 
-    def stopped(status, n_stages):
+    def complete_stage(self, stage, eps, n_iter, seconds) -> None:
+        self.last_violation = 0.0
+        self.stage_log[stage] = eps, n_iter, self.n_sv, seconds
+        self.snapshot = self.current()
+
+    def stopped(self, status, n_stages, n_iter):
         # Cut inside a stage: the model of the last completed stage, an eps_k-approximation.  The
         # iterate inside a stage is not one: its theoretic bias swings with each step toward a
         # violator (w8a, C = 16, cut at 100 s inside the 2^-16 stage: 74.5% test accuracy; the
         # completed stages 2^-13 .. 2^-18: 98.1 .. 99.1%).
-        if snapshot is None:
-            return (*current(), n_iter, last_violation, status, stage_log[:n_stages])
-        return (*snapshot, n_iter, 0.0, status, stage_log[:n_stages])
-
-    with single_threaded_blas():  # small BLAS calls per step: threads cost more than they save (shared cores)
-        for stage, eps in enumerate(stages):
-            while True:
-                if n_iter >= max_iter:
-                    return stopped(STATUS_MAX_ITER, stage)
-                elapsed = time.perf_counter() - start
-                if elapsed > max_time:
-                    return stopped(STATUS_MAX_TIME, stage)
-                if verbose > 0.0 and elapsed - last_report >= verbose:
-                    print_progress(n_iter, 2.0 * last_violation * w2, last_violation, n_sv, elapsed)
-                    last_report = elapsed
-                if column_of is None and n_sv >= track_after:
-                    column_of = _ColumnMaker(problem, probe)
-                    g_all = column_of.gradients(sv_idx[:n_sv], alpha[:n_sv])
-                pending = column_of if column_of is not None else no_pending
-                v_point, g_v, margin = draw_violator(*kargs, diag_all, stopping, w2, float(eps), draws, probe,
-                                                     strata_ptr, strata_order, sv_idx, alpha, n_sv, sv_pos, no_sv_g,
-                                                     False, g_all, column_of is not None, pending.pending_v,
-                                                     pending.pending_beta, pending.n_pending, draw_buffer, row,
-                                                     no_sv_g)
-                if v_point < 0:
-                    last_violation = 0.0
-                    stage_log[stage] = eps, n_iter, n_sv, time.perf_counter() - start
-                    snapshot = current()
-                    break  # this stage is done
-                last_violation = margin / w2
-                v = sv_pos[v_point]
-                if v < 0:  # v joins the SVs
-                    if n_sv == max_sv:
-                        return stopped(STATUS_CORE_SET_FULL, stage)
-                    v = n_sv
-                    sv_idx[v], sv_pos[v_point], alpha[v] = v_point, v, 0.0
-                    n_sv += 1
-                # the ball step c' = (1 - beta) c + beta x~_v (Strack 2013 Alg. 2 lines 5-7)
-                tau_v = float(diag_all[v_point])
-                beta = _bvm_beta(g_v, w2, tau_v, radius2, eta)
-                if beta > 0.0:
-                    w2 = (1.0 - beta) ** 2 * w2 + 2.0 * beta * (1.0 - beta) * g_v + beta * beta * tau_v
-                    alpha[:n_sv] *= 1.0 - beta
-                    alpha[v] += beta
-                    if column_of is not None:
-                        column_of.defer(v_point, beta, g_all)
-                n_iter += 1
-    return stopped(STATUS_CONVERGED, len(stages))  # the snapshot of the last stage: the current model
+        if self.snapshot is None:
+            return (*self.current(), n_iter, self.last_violation, status, self.stage_log[:n_stages])
+        return (*self.snapshot, n_iter, 0.0, status, self.stage_log[:n_stages])

@@ -103,7 +103,8 @@ METHODS: dict[str, Method] = {
             vertex_search="the worst of 59 draws, up to 10 tries (LibCVM)",
             stopping="meb: ||c - x~_v|| <= (1 + eps) R_hat, multiscale eps stages",
             outer_loop="none (multiscale eps schedule)",
-            loop="driver._run_ball -> geometric.solve_bvm (search: geometric.draw_violator)",
+            loop=("driver._run_ball -> geometric.solve_in_stages with geometric.BvmRun "
+                  "(search: geometric.draw_violator)"),
             paper="Tsang et al. 2007 (Ball Vector Machines); Strack 2013 Alg. 2, Alg. 5 (multiscale)",
             draws=BVM_PROBE * BVM_TRIES, probe=BVM_PROBE, needs_constant_diagonal=True,
         ),
@@ -113,8 +114,8 @@ METHODS: dict[str, Method] = {
             vertex_search="the first violator in up to 600 draws (uniform or fair)",
             stopping="meb (default), mn or adjmn; multiscale eps stages",
             outer_loop="none (multiscale eps schedule)",
-            loop=("driver._run_ball -> geometric.solve_ball (search: geometric.draw_violator), or "
-                  "geometric.solve_ball_blocked (search: geometric.find_violator, BLAS blocks)"),
+            loop=("driver._run_ball -> geometric.solve_in_stages with geometric.DrawnBallRun (search: "
+                  "geometric.draw_violator) or geometric.BlockBallRun (search: geometric.find_violator, BLAS blocks)"),
             paper="Strack 2013 Alg. 3 (SphereSVM step), sec. 5.6 (second vertex), Alg. 5 (multiscale)",
             needs_constant_diagonal=True,
         ),
@@ -124,8 +125,8 @@ METHODS: dict[str, Method] = {
             vertex_search="the first violator in up to 600 draws (uniform or fair)",
             stopping="adjmn (default), mn or meb; multiscale eps stages",
             outer_loop="none (multiscale eps schedule)",
-            loop=("driver._run_ball -> geometric.solve_ball (search: geometric.draw_violator), or "
-                  "geometric.solve_ball_blocked (search: geometric.find_violator, BLAS blocks)"),
+            loop=("driver._run_ball -> geometric.solve_in_stages with geometric.DrawnBallRun (search: "
+                  "geometric.draw_violator) or geometric.BlockBallRun (search: geometric.find_violator, BLAS blocks)"),
             paper="Strack 2013 Alg. 4 (MDM step on the minimal-norm problem, eq. 5.31), sec. 2.10 (mn/adjmn)",
             ball_stopping="adjmn",
         ),
