@@ -56,6 +56,7 @@ from .steps import (
     clipped_step,
     pairwise_direction,
     partner_value,
+    smallest_score,
     toward_direction,
     vertex_score,
 )
@@ -414,14 +415,8 @@ def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam
     if lam == 0.0:  # the L2-SVM's score is G itself
         p_i, best = first_smallest(G, n_w)
         return max(p_i, 0), best, -2
-    p_i = 0
-    best = np.inf
-    for t in range(n_w):
-        score = vertex_score(G[t], lam, diag_w[t])
-        if score < best:
-            best = score
-            p_i = t
-    return p_i, best, -2
+    p_i, best = smallest_score(G, diag_w, n_w, lam)
+    return max(p_i, 0), best, -2
 
 
 # float32 entries carry absolute errors ~1e-7, while g = Qa can be much smaller than the

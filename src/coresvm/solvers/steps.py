@@ -17,6 +17,7 @@ Over-relaxation (Strack 2013, gsvm ``-o``): the unclipped step is multiplied by
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 CURVATURE_FLOOR = 1e-300
@@ -31,6 +32,20 @@ def vertex_score(G_i, lam, Q_ii):
     ``G = n2``, ``Q_ii = D``).  Scalars or arrays.
     """
     return G_i - 0.5 * lam * Q_ii
+
+
+@njit(cache=True)
+def smallest_score(G, diag, n, lam):
+    """``(i, score)``: the first of the points ``0..n-1`` with the smallest :func:`vertex_score` (the toward
+    vertex of a full scan), and its score; ``(-1, inf)`` when no score is below ``inf``."""
+    i = -1
+    best = np.inf
+    for r in range(n):
+        score = vertex_score(G[r], lam, diag[r])
+        if score < best:
+            best = score
+            i = r
+    return i, best
 
 
 @njit(inline="always", cache=True)
