@@ -10,6 +10,7 @@ from coresvm.solvers.steps import (
     objective_change,
     pairwise_direction,
     partan_direction,
+    smallest_score,
     toward_direction,
 )
 
@@ -246,3 +247,24 @@ def test_over_relaxation(seed, eta):
                 else:
                     assert t == 0
     assert n_unclipped > 0
+
+
+# ---------------------------------------------------------------------------
+# smallest_score: the toward vertex of a full scan
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lam", LAMS)
+def test_smallest_score_is_the_first_argmin_of_the_vertex_score(lam):
+    rng = np.random.RandomState(0)
+    G, diag = rng.randn(50), rng.uniform(1.0, 3.0, 50)
+    G[[7, 31]] = -5.0 + 0.5 * lam * diag[[7, 31]]  # a tie for the smallest score: the first one wins
+    i, score = smallest_score(G, diag, 50, lam)
+    assert i == 7 == np.argmin(G - 0.5 * lam * diag)
+    assert score == -5.0
+    assert smallest_score(G, diag, 7, lam)[0] == np.argmin((G - 0.5 * lam * diag)[:7])  # only the first n
+
+
+def test_smallest_score_without_a_finite_score():
+    assert smallest_score(np.full(3, np.inf), np.ones(3), 3, 0.0) == (-1, np.inf)
+    assert smallest_score(np.zeros(0), np.zeros(0), 0, 1.0) == (-1, np.inf)
