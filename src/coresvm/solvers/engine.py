@@ -76,6 +76,11 @@ def _grow(arr, new_cap):
     return out
 
 
+# The parts a step runs are inlined into solve_simplex (inline="always", Numba IR inlining): LLVM does not
+# inline across separately compiled Numba functions, and as calls (every array passed as a 7-word struct,
+# reference counts on returned views) they cost about 1 us a step, a quarter of a step at m = 300.
+# Set-up and rare events (new_slots, load_start, grow_slots, report_progress) stay calls.
+
 # ---- state: the slots and their gradients ----------------------------------------------
 
 
@@ -107,7 +112,7 @@ def new_slots(m, n_init, full, step_rule, sample_size):
     return act_idx, alpha, alpha_prev, pos, G, Gp, row_i, row_j, cand, cand_G
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def kernel_column(kargs, cache, point, protected_slot):
     """``(slot, Q[:, point])``: the column from the LRU cache, computed into its slot on a miss.
 
@@ -120,7 +125,7 @@ def kernel_column(kargs, cache, point, protected_slot):
     return slot, store[slot]
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def step_column(kargs, cache, full, point, protected_slot, act_idx, s, row):
     """``(slot, column)``: what a step reads of ``Q[:, point]`` -- the whole column (full search, from
     the cache) or its entries at the ``s`` active slots, written into ``row`` (sampled search, slot -1)."""
@@ -130,7 +135,7 @@ def step_column(kargs, cache, full, point, protected_slot, act_idx, s, row):
     return -1, row
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def slot_gradient(kargs, point, act_idx, s, weights, row):
     """``(Q w)_point`` for weights ``w`` on the ``s`` active slots (``row`` is work space)."""
     extended_row(*kargs, point, act_idx, s, row)
@@ -176,7 +181,7 @@ def grow_slots(act_idx, alpha, alpha_prev, G, Gp, row_i, row_j, full, partan):
     return act_idx, alpha, alpha_prev, G, Gp, row_i, row_j
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def activate(kargs, i, G_i, s, act_idx, alpha, alpha_prev, pos, G, Gp, row_i, row_j, full, partan):
     """Give point ``i`` a slot with weight 0, growing the buffers when they are full.
 
@@ -199,7 +204,7 @@ def activate(kargs, i, G_i, s, act_idx, alpha, alpha_prev, pos, G, Gp, row_i, ro
     return s, act_idx, alpha, alpha_prev, G, Gp, row_i, row_j
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def active_sums(s, alpha, G, act_idx, diag, full):
     """``(n2, D)``: ``a'Qa`` and ``a'diag(Q)`` over the active slots."""
     n2 = 0.0
@@ -211,7 +216,7 @@ def active_sums(s, alpha, G, act_idx, diag, full):
     return n2, D
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def gap_scale(n2, D, lam):
     """The quantity of order one the gap is measured against: ``2 a'Qa`` (``lam = 0``, twice the margin) or
     the squared MEB radius ``a'diag(Q) - a'Qa`` (``lam = 1``); kept positive so that ``gap / scale`` is defined."""
@@ -222,7 +227,7 @@ def gap_scale(n2, D, lam):
 # ---- vertex search ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def best_candidate(points, gradients, n, diag, lam, best, i, G_i):
     """``(score, point, G_point)``: the first of ``points[:n]`` (gradients ``gradients[:n]``) that scores below
     every other and below the incumbent ``(best, i, G_i)``, or the incumbent."""
@@ -235,7 +240,7 @@ def best_candidate(points, gradients, n, diag, lam, best, i, G_i):
     return best, i, G_i
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def toward_vertex(kargs, full, m, sample_size, strata_ptr, strata_order, cand, cand_G, G, act_idx, s, alpha, diag,
                   lam, mean_score, stop_gap):
     """The FW (toward) vertex: ``(i, G_i, gap)`` with the Frank-Wolfe duality gap it gives.
@@ -261,7 +266,7 @@ def toward_vertex(kargs, full, m, sample_size, strata_ptr, strata_order, cand, c
     return i, G_i, gap
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def stop_status(n_iter, gap, scale, tol, max_iter, max_time, t_start, verbose_seconds, last_report, s,
                 trace_gap, trace_time):
     """Record the trace, test the stopping rules, print progress: ``(status, last_report)``.
@@ -289,7 +294,7 @@ def stop_status(n_iter, gap, scale, tol, max_iter, max_time, t_start, verbose_se
 # ---- second vertex --------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def largest_score_slot(s, alpha, G, act_idx, diag, lam, full):
     """MDM's second vertex: the active point with the largest gradient (Strack 2013, eq. 5.34)."""
     best = -1
@@ -305,7 +310,7 @@ def largest_score_slot(s, alpha, G, act_idx, diag, lam, full):
     return best
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def best_partner_slot(s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, col_i, rule, gmdm_k):
     """IMDM / GMDM second vertex for a pairwise step from ``j`` to ``i``.
 
@@ -335,7 +340,7 @@ def best_partner_slot(s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, col
     return best
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def away_vertex(step_rule, second_rule, gmdm_k, s, alpha, G, act_idx, diag, lam, full, p_i, G_i, Q_ii, col_i):
     """The slot of the second vertex among the active points, or -1 (FW and PARTAN have none).
 
@@ -356,13 +361,13 @@ def away_vertex(step_rule, second_rule, gmdm_k, s, alpha, G, act_idx, diag, lam,
 # sets to zero (a drop step), or -1; use_j says whether the step reads the second vertex's column.
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def toward_step(lam_fw):
     """The FW step ``a <- (1 - lam_fw) a + lam_fw e_i``."""
     return 1.0 - lam_fw, lam_fw, 0.0, 0.0, -1, False
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def away_or_toward_step(eta, lam, mean_score, n2, D, G_i, Q_ii, G_j, Q_jj, a_j, p_j, lam_fw):
     """MFW: the away step from ``j`` when its gap is the larger (Frandi et al. 2013, Alg. 3), else toward.
 
@@ -378,7 +383,7 @@ def away_or_toward_step(eta, lam, mean_score, n2, D, G_i, Q_ii, G_j, Q_jj, a_j, 
     return toward_step(lam_fw)
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def pairwise_or_toward_step(swap, eta, lam, G_i, G_j, Q_ii, Q_jj, Q_ij, a_j, p_j, d_fw, c_fw, lam_fw):
     """The pairwise step ``a <- a + t (e_i - e_j)``, clipped at ``t = a_j``; SWAP takes it only when it
     decreases ``f`` at least as much as the toward step (Frandi, Nanculef and Suykens 2015, sec. 2)."""
@@ -392,7 +397,7 @@ def pairwise_or_toward_step(swap, eta, lam, G_i, G_j, Q_ii, Q_jj, Q_ij, a_j, p_j
     return toward_step(lam_fw)
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def previous_iterate_sums(s, alpha, alpha_prev, Gp, act_idx, diag, full):
     """``(W, Fp, Dp)``: ``a'Q a_prev``, ``a_prev'Q a_prev`` and ``a_prev'diag(Q)`` over the active slots."""
     W = 0.0
@@ -406,7 +411,7 @@ def previous_iterate_sums(s, alpha, alpha_prev, Gp, act_idx, diag, full):
     return W, Fp, Dp
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def clip_partan_step(mu, lam_fw, p_i, s, alpha, alpha_prev):
     """``(mu, clipped_slot)``: ``mu`` clipped so that ``a~ + mu (a~ - a_prev) >= 0`` with the FW point
     ``a~ = (1 - lam_fw) a + lam_fw e_i`` (Frandi et al. 2015 notes sec. 2.5 f); the slot that limits it, or -1."""
@@ -428,7 +433,7 @@ def clip_partan_step(mu, lam_fw, p_i, s, alpha, alpha_prev):
     return mu, -1
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def partan_step(lam, lam_fw, i, p_i, G_i, Q_ii, n2, D, s, alpha, alpha_prev, Gp, act_idx, diag, full):
     """PARTAN (Frandi et al. 2015, Alg. 2): after the FW point ``a~``, an exact line search along
     ``a~ - a_prev``: ``a <- (1 + mu) a~ - mu a_prev``."""
@@ -440,7 +445,7 @@ def partan_step(lam, lam_fw, i, p_i, G_i, Q_ii, n2, D, s, alpha, alpha_prev, Gp,
     return (1.0 + mu) * (1.0 - lam_fw), (1.0 + mu) * lam_fw, 0.0, -mu, clipped_slot, False
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def choose_step(step_rule, eta, lam, n_iter, mean_score, n2, D, i, p_i, G_i, Q_ii, p_j, col_i, s, alpha,
                 alpha_prev, G, Gp, act_idx, diag, full):
     """The step of ``step_rule`` from the toward vertex ``i`` (slot ``p_i``) and the second vertex ``p_j``.
@@ -465,7 +470,7 @@ def choose_step(step_rule, eta, lam, n_iter, mean_score, n2, D, i, p_i, G_i, Q_i
 # ---- applying a step --------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def apply_step(ca, ci, cj, p_i, p_j, use_j, clipped_slot, s, n_g, alpha, G, col_i, col_j):
     """``a <- ca a + ci e_i + cj e_j`` and ``G <- ca G + ci Q e_i + cj Q e_j`` in place (FW, MFW, pairwise)."""
     if ca != 1.0:
@@ -484,7 +489,7 @@ def apply_step(ca, ci, cj, p_i, p_j, use_j, clipped_slot, s, n_g, alpha, G, col_
             G[r] = ca * G[r] + ci * col_i[r]
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def apply_partan_step(ca, ci, cp, p_i, clipped_slot, s, n_g, alpha, alpha_prev, G, Gp, col_i):
     """``a <- ca a + ci e_i + cp a_prev`` (and ``G`` alike), written into ``alpha_prev`` and ``Gp``.
 
@@ -502,7 +507,7 @@ def apply_partan_step(ca, ci, cp, p_i, clipped_slot, s, n_g, alpha, alpha_prev, 
         Gp[r] = ca * G[r] + ci * col_i[r] + cp * Gp[r]
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def drop_zero_weights(s, act_idx, alpha, alpha_prev, pos, G, Gp, full, partan):
     """Free the slots whose weight is zero (for PARTAN: in both iterates), moving the last slot into each gap.
 
