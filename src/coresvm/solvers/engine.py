@@ -76,10 +76,12 @@ def _grow(arr, new_cap):
     return out
 
 
-# The parts a step runs are inlined into solve_simplex (inline="always", Numba IR inlining): LLVM does not
-# inline across separately compiled Numba functions, and as calls (every array passed as a 7-word struct,
-# reference counts on returned views) they cost about 1 us a step, a quarter of a step at m = 300.
-# Set-up and rare events (new_slots, load_start, grow_slots, report_progress) stay calls.
+# LLVM does not inline across separately compiled Numba functions, so the short parts a step runs are
+# inlined into solve_simplex (inline="always", Numba IR inlining): as calls they cost about 1 us a step, a
+# quarter of a step at m = 300 (measured under load).  The loops over all m points stay calls (apply_step,
+# apply_partan_step, steps.smallest_score): inlined they ran 1.2-1.5x slower at m = 3000 (fw 26 -> 40 us a
+# step), and a call is nothing beside m points.  So do set-up and rare events (new_slots, load_start,
+# grow_slots, drop_zero_weights, report_progress).
 
 # ---- state: the slots and their gradients ----------------------------------------------
 
@@ -470,7 +472,7 @@ def choose_step(step_rule, eta, lam, n_iter, mean_score, n2, D, i, p_i, G_i, Q_i
 # ---- applying a step --------------------------------------------------------------------------
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def apply_step(ca, ci, cj, p_i, p_j, use_j, clipped_slot, s, n_g, alpha, G, col_i, col_j):
     """``a <- ca a + ci e_i + cj e_j`` and ``G <- ca G + ci Q e_i + cj Q e_j`` in place (FW, MFW, pairwise)."""
     if ca != 1.0:
@@ -489,7 +491,7 @@ def apply_step(ca, ci, cj, p_i, p_j, use_j, clipped_slot, s, n_g, alpha, G, col_
             G[r] = ca * G[r] + ci * col_i[r]
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def apply_partan_step(ca, ci, cp, p_i, clipped_slot, s, n_g, alpha, alpha_prev, G, Gp, col_i):
     """``a <- ca a + ci e_i + cp a_prev`` (and ``G`` alike), written into ``alpha_prev`` and ``Gp``.
 
@@ -507,7 +509,7 @@ def apply_partan_step(ca, ci, cp, p_i, clipped_slot, s, n_g, alpha, alpha_prev, 
         Gp[r] = ca * G[r] + ci * col_i[r] + cp * Gp[r]
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def drop_zero_weights(s, act_idx, alpha, alpha_prev, pos, G, Gp, full, partan):
     """Free the slots whose weight is zero (for PARTAN: in both iterates), moving the last slot into each gap.
 

@@ -34,7 +34,7 @@ def vertex_score(G_i, lam, Q_ii):
     return G_i - 0.5 * lam * Q_ii
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def smallest_score(G, diag, n, lam):
     """``(i, score)``: the first of the points ``0..n-1`` with the smallest :func:`vertex_score` (the toward
     vertex of a full scan), and its score; ``(-1, inf)`` when no score is below ``inf``."""
