@@ -410,7 +410,7 @@ def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = 
     if n == 0:
         raise ValueError("check_point needs at least one candidate")
     W, diag_w = np.empty((n, n)), np.empty(n)
-    _gather_gram(K, cand, n, W, diag_w)
+    W = _gather_gram(K, cand, n, W, diag_w)
     alpha, G, lin, active = np.zeros(n), np.zeros(n), np.zeros(n), np.empty(n, dtype=np.int64)
     # deciding stops once the answer is known; otherwise eps = inf leaves the gap alone to stop the solve
     stop_eps, stop_gap = (float(eps), np.inf) if decide else (np.inf, float(gap_tol))

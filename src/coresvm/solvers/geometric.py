@@ -569,7 +569,8 @@ def drawn_ball_steps(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, di
                           have_row, best_row)
         last_violation = margin / w2
         n_old = n_sv
-        old_points[:n_old] = sv_idx[:n_old]
+        if tracking:  # the SVs before the step: _track_weight_changes clears the g of those it drops
+            old_points[:n_old] = sv_idx[:n_old]
         n_sv, w2, full = ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all, rule,
                                    selection, gmdm_k, eta, radius2, w2, v_point, g_v, best_row, sv_idx, sv_pos,
                                    alpha, g, diag, gram, features, n_sv, partner_values)
