@@ -213,11 +213,11 @@ def test_protected_free_slot_is_not_claimed():
     assert slot != 0 and owner[0] == -1
 
 
-def test_zeros_on_huge_pages_is_a_writable_zeroed_c_array_above_and_below_the_threshold():
-    from coresvm.cache import HUGE_PAGE_MIN_BYTES, zeros_on_huge_pages
+def test_lazy_zeros_is_a_writable_zeroed_c_array_above_and_below_the_threshold():
+    from coresvm.cache import LAZY_ZEROS_MIN_BYTES, lazy_zeros
 
-    for shape in [(10, 10), (int(np.sqrt(HUGE_PAGE_MIN_BYTES / 4)) + 1,) * 2]:
-        array = zeros_on_huge_pages(shape, np.float32)
+    for shape in [(10, 10), (int(np.sqrt(LAZY_ZEROS_MIN_BYTES / 4)) + 1,) * 2]:
+        array = lazy_zeros(shape, np.float32)
         assert array.shape == shape and array.dtype == np.float32
         assert array.flags["C_CONTIGUOUS"] and array.flags["WRITEABLE"]
         assert not array.any()

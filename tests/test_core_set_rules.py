@@ -265,6 +265,36 @@ def test_core_set_gram_equals_the_extended_kernel(sparse, gamma, tol):
     np.testing.assert_allclose(core.gram[: core.size, : core.size], Q, atol=atol)
 
 
+def test_growable_core_set_reserves_its_limit_and_falls_back_to_doubling_when_refused(monkeypatch):
+    """The Gram is reserved at the budget's (or the problem's) size at once, so growth copies nothing; where the
+    address space is refused it starts at ``initial`` points and doubles, never past the limit."""
+    import coresvm.solvers.core_set as core_set_module
+    from coresvm.solvers.core_set import CoreSetState
+
+    core = CoreSetState.growable(2**30, 1e-2, max_points=3000, initial=64)
+    assert core.capacity == core.limit == 3000
+    budget = 2000 * 2000 * 4
+    assert CoreSetState.growable(budget, 1e-2, max_points=10**6, initial=64).capacity == 2000
+
+    original = core_set_module.lazy_zeros
+
+    def refuse_large(shape, dtype):
+        if shape[0] > 64:
+            raise MemoryError("address space refused")
+        return original(shape, dtype)
+
+    monkeypatch.setattr(core_set_module, "lazy_zeros", refuse_large)
+    core = CoreSetState.growable(2**30, 1e-2, max_points=100, initial=64)
+    assert (core.capacity, core.limit) == (64, 100)
+    monkeypatch.setattr(core_set_module, "lazy_zeros", original)
+    core.reserve(10)
+    assert core.capacity == 64
+    core.size = 60
+    core.gram[:60, :60] = 1.0
+    core.reserve(10)
+    assert core.capacity == 100 and core.gram[:60, :60].min() == 1.0 and core.gram[60:].max() == 0.0
+
+
 def test_mirror_new_rows_copies_the_new_rows_into_the_old_rows_columns():
     """Tiles that do not divide the sizes, and a start/stop range of old rows as one thread's task."""
     from coresvm.solvers.core_set import mirror_new_rows

@@ -23,27 +23,27 @@ AUTO_CACHE_BYTES = 200 * 2**20
 AUTO_CORE_SET_SHARE = 0.5
 
 
-# Arrays at least this large come from an anonymous mapping advised to use transparent huge pages.
-HUGE_PAGE_MIN_BYTES = 32 * 2**20
+# Arrays at least this large come from their own private anonymous mapping.
+LAZY_ZEROS_MIN_BYTES = 32 * 2**20
 
 
-def zeros_on_huge_pages(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """``np.zeros(shape, dtype)``, on 2 MiB transparent huge pages where the system offers them.
+def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """``np.zeros(shape, dtype)`` whose pages the system provides only when first written, on 4 KiB pages.
 
-    A core set's Gram matrix is written a block at a time into fresh memory, and the kernel's
-    4 KiB page faults dominated that (a 16,384 x 16,384 float32 matrix, its 8,000 x 8,000 corner
-    first written: 1.6-3.0 s, 0.34 s on huge pages).  The mapping is zero-filled and released with
-    the array.  Falls back to ``np.zeros`` for small arrays or without ``madvise``.
+    A core set's Gram matrix is reserved at the size its budget allows and written a block at a time as the
+    core set grows, so its page faults are a large part of a big fit.  ``np.zeros`` of a large array advises
+    the kernel to back it with transparent huge pages, and where the system compacts memory on demand (THP
+    ``defrag=madvise``) those faults cost more than the 4 KiB ones: touching 1 GiB took 1.6-3.3 s with
+    ``np.zeros``, 0.83-0.93 s in a shared mapping and 0.55-0.69 s in a private one (a 2-core VM).  The
+    mapping is zero-filled and released with the array.  Falls back to ``np.zeros`` for small arrays.
     """
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize
-    advice = getattr(mmap, "MADV_HUGEPAGE", None)
-    if size < HUGE_PAGE_MIN_BYTES or advice is None:
+    if size < LAZY_ZEROS_MIN_BYTES:
         return np.zeros(shape, dtype=dtype)
     try:
-        mapping = mmap.mmap(-1, size)
-        mapping.madvise(advice)
-    except (OSError, ValueError):
+        mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (OSError, ValueError, AttributeError):
         return np.zeros(shape, dtype=dtype)
     return np.frombuffer(mapping, dtype=dtype).reshape(shape)  # the array's base keeps the mapping alive
 
