@@ -223,3 +223,13 @@ def test_lazy_zeros_is_a_writable_zeroed_c_array_above_and_below_the_threshold()
         assert not array.any()
         array[-1, -1] = 3.0
         assert array.sum() == 3.0
+
+
+def test_address_space_is_lazy_only_under_linux_overcommit(tmp_path):
+    from coresvm.cache import address_space_is_lazy
+
+    setting = tmp_path / "overcommit_memory"
+    for value, lazy in [("0\n", True), ("1\n", True), ("2\n", False)]:
+        setting.write_text(value)
+        assert address_space_is_lazy(str(setting)) is lazy
+    assert address_space_is_lazy(str(tmp_path / "missing")) is False

@@ -271,6 +271,7 @@ def test_growable_core_set_reserves_its_limit_and_falls_back_to_doubling_when_re
     import coresvm.solvers.core_set as core_set_module
     from coresvm.solvers.core_set import CoreSetState
 
+    monkeypatch.setattr(core_set_module, "address_space_is_lazy", lambda: True)
     core = CoreSetState.growable(2**30, 1e-2, max_points=3000, initial=64)
     assert core.capacity == core.limit == 3000
     budget = 2000 * 2000 * 4
@@ -287,6 +288,8 @@ def test_growable_core_set_reserves_its_limit_and_falls_back_to_doubling_when_re
     core = CoreSetState.growable(2**30, 1e-2, max_points=100, initial=64)
     assert (core.capacity, core.limit) == (64, 100)
     monkeypatch.setattr(core_set_module, "lazy_zeros", original)
+    monkeypatch.setattr(core_set_module, "address_space_is_lazy", lambda: False)  # strict overcommit: no reserving
+    assert CoreSetState.growable(2**30, 1e-2, max_points=3000, initial=64).capacity == 64
     core.reserve(10)
     assert core.capacity == 64
     core.size = 60

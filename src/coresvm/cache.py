@@ -48,6 +48,17 @@ def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
     return np.frombuffer(mapping, dtype=dtype).reshape(shape)  # the array's base keeps the mapping alive
 
 
+def address_space_is_lazy(overcommit_setting: str = "/proc/sys/vm/overcommit_memory") -> bool:
+    """Whether reserving address space costs no memory: Linux with overcommit (``vm.overcommit_memory`` 0 or
+    1).  Under strict accounting (2) a reservation is charged in full against the commit limit, and on other
+    systems it may be committed at once, so callers should then allocate as they grow."""
+    try:
+        with open(overcommit_setting) as setting:
+            return setting.read().strip() in ("0", "1")
+    except OSError:
+        return False
+
+
 def available_memory_bytes() -> int:
     """Memory the system can give without swapping (Linux ``MemAvailable``; else free physical pages)."""
     try:

@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 from scipy.stats import beta as beta_distribution
 
-from ..cache import lazy_zeros
+from ..cache import address_space_is_lazy, lazy_zeros
 from ..kernels import (
     exp_in_place,
     inner_products,
@@ -454,8 +454,8 @@ class CoreSetState:
     The Gram matrix is reserved at the largest size the byte budget allows (and no larger than the
     problem); the system provides its pages only when first written (:func:`~coresvm.cache.lazy_zeros`),
     so only the leading ``size x size`` block becomes resident.  A growable core set (:meth:`growable`:
-    the core-set loop) falls back to starting small and doubling, copying its leading block, where the
-    system refuses to reserve the address space.  Entries are float32 unless the tolerance is below 1e-3;
+    the core-set loop) falls back to starting small and doubling, copying its leading block, where
+    reserving the address space is not free or is refused.  Entries are float32 unless the tolerance is below 1e-3;
     the gradient is accumulated in float64 either way.
     """
 
@@ -486,13 +486,18 @@ class CoreSetState:
         """A core set of up to what ``budget_bytes`` allow (and ``max_points``), its Gram matrix reserved at that
         size at once.  Only written pages become resident, so a generous budget (``cache_size='auto'``) costs
         address space, not memory; and growth copies nothing (a9a's core set of 28,000 points: doubling from
-        1,024 copied and faulted in 1.4 GB more, 25% of the fit's page faults).  Where the system refuses the
-        address space (strict overcommit, ``ulimit -v``), the Gram starts at ``initial`` points and doubles as
-        the core set grows (:meth:`reserve`)."""
+        1,024 copied and faulted in 1.4 GB more, 25% of the fit's page faults).  Where reserving is not free
+        (:func:`~coresvm.cache.address_space_is_lazy`: strict overcommit, other systems) or is refused
+        (``ulimit -v``), the Gram starts at ``initial`` points and doubles as the core set grows
+        (:meth:`reserve`)."""
         limit = max(1, min(core_set_capacity(budget_bytes, tol), int(max_points)))
-        try:
-            core = cls.within_budget(budget_bytes, tol, max_points=limit)
-        except MemoryError:
+        core = None
+        if address_space_is_lazy():
+            try:
+                core = cls.within_budget(budget_bytes, tol, max_points=limit)
+            except MemoryError:
+                core = None
+        if core is None:
             core = cls.within_budget(budget_bytes, tol, max_points=min(limit, initial))
         core.limit = limit
         return core
