@@ -225,11 +225,17 @@ def test_lazy_zeros_is_a_writable_zeroed_c_array_above_and_below_the_threshold()
         assert array.sum() == 3.0
 
 
-def test_address_space_is_lazy_only_under_linux_overcommit(tmp_path):
+def test_address_space_is_lazy_only_under_linux_overcommit_without_an_address_space_limit(tmp_path, monkeypatch):
+    import resource
+
     from coresvm.cache import address_space_is_lazy
 
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     setting = tmp_path / "overcommit_memory"
     for value, lazy in [("0\n", True), ("1\n", True), ("2\n", False)]:
         setting.write_text(value)
         assert address_space_is_lazy(str(setting)) is lazy
     assert address_space_is_lazy(str(tmp_path / "missing")) is False
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (2**34, resource.RLIM_INFINITY))  # ulimit -v 16 GiB
+    setting.write_text("0\n")
+    assert address_space_is_lazy(str(setting)) is False

@@ -49,13 +49,18 @@ def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
 
 
 def address_space_is_lazy(overcommit_setting: str = "/proc/sys/vm/overcommit_memory") -> bool:
-    """Whether reserving address space costs no memory: Linux with overcommit (``vm.overcommit_memory`` 0 or
-    1).  Under strict accounting (2) a reservation is charged in full against the commit limit, and on other
-    systems it may be committed at once, so callers should then allocate as they grow."""
+    """Whether reserving address space costs nothing: Linux with overcommit (``vm.overcommit_memory`` 0 or 1) and
+    no limit on the process's address space.  Under strict accounting (2) a reservation is charged in full against
+    the commit limit; under ``ulimit -v`` (batch schedulers' virtual-memory limits) it uses up the limit that later
+    allocations need; on other systems it may be committed at once.  Callers should then allocate as they grow."""
     try:
+        import resource
+
+        if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+            return False
         with open(overcommit_setting) as setting:
             return setting.read().strip() in ("0", "1")
-    except OSError:
+    except (ImportError, OSError):
         return False
 
 

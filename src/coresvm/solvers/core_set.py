@@ -487,8 +487,8 @@ class CoreSetState:
         size at once.  Only written pages become resident, so a generous budget (``cache_size='auto'``) costs
         address space, not memory; and growth copies nothing (a9a's core set of 28,000 points: doubling from
         1,024 copied and faulted in 1.4 GB more, 25% of the fit's page faults).  Where reserving is not free
-        (:func:`~coresvm.cache.address_space_is_lazy`: strict overcommit, other systems) or is refused
-        (``ulimit -v``), the Gram starts at ``initial`` points and doubles as the core set grows
+        (:func:`~coresvm.cache.address_space_is_lazy`: strict overcommit, ``ulimit -v``, other systems) or
+        is refused, the Gram starts at ``initial`` points and doubles as the core set grows
         (:meth:`reserve`)."""
         limit = max(1, min(core_set_capacity(budget_bytes, tol), int(max_points)))
         core = None
