@@ -28,7 +28,7 @@ LAZY_ZEROS_MIN_BYTES = 32 * 2**20
 
 
 def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """``np.zeros(shape, dtype)`` whose pages the system provides only when first written, on 4 KiB pages.
+    """``np.zeros(shape, dtype)`` whose pages the system provides only when first written, not advised to huge pages.
 
     A core set's Gram matrix is reserved at the size its budget allows and written a block at a time as the
     core set grows, so its page faults are a large part of a big fit.  ``np.zeros`` of a large array advises

@@ -496,7 +496,7 @@ class CoreSetState:
             try:
                 core = cls.within_budget(budget_bytes, tol, max_points=limit)
             except MemoryError:
-                core = None
+                pass  # refused: grow by doubling below
         if core is None:
             core = cls.within_budget(budget_bytes, tol, max_points=min(limit, initial))
         core.limit = limit
