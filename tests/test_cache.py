@@ -239,3 +239,25 @@ def test_address_space_is_lazy_only_under_linux_overcommit_without_an_address_sp
     monkeypatch.setattr(resource, "getrlimit", lambda which: (2**34, resource.RLIM_INFINITY))  # ulimit -v 16 GiB
     setting.write_text("0\n")
     assert address_space_is_lazy(str(setting)) is False
+
+
+def test_available_memory_is_capped_by_the_address_space_limit(tmp_path, monkeypatch):
+    """Under ``ulimit -v`` the 'auto' budget is a share of what the limit leaves, not of the system's memory."""
+    import resource
+
+    import coresvm.cache as cache_module
+
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmPeak:\t 9000000 kB\nVmSize:\t 1048576 kB\n")  # 1 GiB in use
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert cache_module.address_space_headroom(str(status)) is None
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (3 * 2**30, resource.RLIM_INFINITY))  # ulimit -v 3 GiB
+    assert cache_module.address_space_headroom(str(status)) == 2 * 2**30
+    status.write_text("VmSize:\t 4194304 kB\n")  # already past the limit
+    assert cache_module.address_space_headroom(str(status)) == 0
+    monkeypatch.setattr(cache_module, "_system_available_bytes", lambda: 16 * 2**30)
+    monkeypatch.setattr(cache_module, "address_space_headroom", lambda: 2 * 2**30)
+    assert cache_module.available_memory_bytes() == 2 * 2**30
+    assert cache_module.cache_budgets("auto")[1] == 2**30
+    monkeypatch.setattr(cache_module, "address_space_headroom", lambda: None)
+    assert cache_module.available_memory_bytes() == 16 * 2**30

@@ -329,3 +329,39 @@ def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
         position, smallest = first_smallest(values, n)
         assert position == (int(np.argmin(head)) if n else -1)
         assert smallest == (head.min() if n else np.inf)
+
+
+def test_core_set_stops_growing_with_a_clear_warning_when_the_system_refuses_memory(monkeypatch):
+    """A refused doubling (ulimit -v, strict overcommit) below the budget ends the fit as a full core set: the
+    model so far is kept, the record says where, and the warning names the refusal, not the budget."""
+    import coresvm.solvers.core_set as core_set_module
+    from coresvm import CoreSVC
+
+    original = core_set_module.lazy_zeros
+
+    def refuse_past_1024(shape, dtype):
+        if shape[0] > 1024:
+            raise MemoryError("address space refused")
+        return original(shape, dtype)
+
+    monkeypatch.setattr(core_set_module, "address_space_is_lazy", lambda: False)
+    monkeypatch.setattr(core_set_module, "lazy_zeros", refuse_past_1024)
+    monkeypatch.setattr(svc_module, "SMALL_PROBLEM_FAST_PATH", False)  # the core-set loop, not the dense path
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 2))
+    y = np.where(X[:, 0] * X[:, 1] + 0.8 * rng.normal(size=4000) > 0, 1, -1)  # noisy XOR: most points are SVs
+    with pytest.warns(ConvergenceWarning, match="refused the core set's Gram more memory at 1024 points"):
+        model = CoreSVC(C=1.0, gamma=1.0, solver="coreset", cache_size=1000, random_state=0).fit(X, y)
+    record = model.solver_info_[0]
+    assert record["status"] == "core_set_full" and record["memory_refused_at"] == 1024
+    assert len(model.support_) <= 1024 and model.score(X, y) > 0.6
+
+
+def test_ball_gram_is_capped_at_the_problem_and_names_a_refusal(monkeypatch):
+    import coresvm.solvers.core_set as core_set_module
+    from coresvm.solvers.driver import ball_gram
+
+    assert ball_gram(2**30, 1e-2, 300).shape == (300, 300)  # a 1 GiB budget, 300 points
+    monkeypatch.setattr(core_set_module, "lazy_zeros", lambda shape, dtype: (_ for _ in ()).throw(MemoryError()))
+    with pytest.raises(MemoryError, match="could not be reserved: the system refused it"):
+        ball_gram(2**30, 1e-2, 100_000)

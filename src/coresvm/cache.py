@@ -65,7 +65,14 @@ def address_space_is_lazy(overcommit_setting: str = "/proc/sys/vm/overcommit_mem
 
 
 def available_memory_bytes() -> int:
-    """Memory the system can give without swapping (Linux ``MemAvailable``; else free physical pages)."""
+    """Memory the process can take without swapping: the system's (Linux ``MemAvailable``; else free physical
+    pages), and no more than its address-space limit leaves (:func:`address_space_headroom`)."""
+    system = _system_available_bytes()
+    headroom = address_space_headroom()
+    return system if headroom is None else min(system, headroom)
+
+
+def _system_available_bytes() -> int:
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
@@ -77,6 +84,28 @@ def available_memory_bytes() -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return 4 * AUTO_CACHE_BYTES
+
+
+def address_space_headroom(status_file: str = "/proc/self/status") -> int | None:
+    """Bytes of address space left under ``ulimit -v`` (``RLIMIT_AS``, batch schedulers' ``h_vmem``): the limit
+    less the process's current size (``VmSize``; 0 where unknown).  None when there is no limit."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    if limit == resource.RLIM_INFINITY:
+        return None
+    used = 0
+    try:
+        with open(status_file) as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return max(limit - used, 0)
 
 
 def cache_budgets(cache_size: float | str) -> tuple[int, int]:

@@ -176,7 +176,8 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         matrix (its SV set is limited to LibCVM's 50000 core vectors).  'auto':
         the core set's Gram may take up to half the memory available when the
         fit starts (its pages are touched only as the core set grows: a core
-        set of ``n`` points holds ``4 n^2`` bytes), every other cache 200 MB.
+        set of ``n`` points holds ``4 n^2`` bytes; under ``ulimit -v``, half of
+        what the limit leaves), every other cache 200 MB.
     class_weight : dict, 'balanced' or None, default=None
         Multiplies C per class.
     bias : {'theoretic', 'kkt', 'none'} or bool, default='theoretic'
@@ -728,7 +729,8 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         options = self.solver_options(len(rows), int(rng.randint(0, 2**31 - 1)), time_budget)
         model, result = fit_joint(X_rows, y_index[rows], len(self.classes_), C_rows, self._kernel_spec, options,
                                   self.bias_rule)
-        self._warn_if_stopped_early(result.status, result.rel_gap, result.eps, "CoreSVC (multiclass='joint')")
+        self._warn_if_stopped_early(result.status, result.rel_gap, result.eps, "CoreSVC (multiclass='joint')",
+                                    refused_at=result.memory_refused_at)
         model.support = rows[model.support]
         self._joint_model = model
         # A previous one-vs-one/one-vs-rest fit's state must not survive: no pairwise

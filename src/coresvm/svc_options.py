@@ -193,12 +193,21 @@ class SVCParameters:
     def _warn_unconverged(self, models: list[BinaryModel]) -> None:
         """One ConvergenceWarning per sub-problem that stopped early (issued here, in the calling thread)."""
         for model in models:
-            self._warn_if_stopped_early(model.info["status"], model.info["relative_gap"], model.info.get("eps"))
+            self._warn_if_stopped_early(model.info["status"], model.info["relative_gap"], model.info.get("eps"),
+                                        refused_at=model.info.get("memory_refused_at", 0))
 
-    def _warn_if_stopped_early(self, status: str, relative_gap: float, eps: float | None, what: str = "CoreSVC"):
-        """The ConvergenceWarning for a solve that ended with ``status`` (none when it converged)."""
+    def _warn_if_stopped_early(self, status: str, relative_gap: float, eps: float | None, what: str = "CoreSVC",
+                               refused_at: int = 0):
+        """The ConvergenceWarning for a solve that ended with ``status`` (none when it converged); ``refused_at``:
+        the core-set size at which the system refused its Gram more memory (0: never)."""
         core_set_message = None
-        if status == "core_set_full":
+        if status == "core_set_full" and refused_at:
+            core_set_message = (
+                f"{what}: the system refused the core set's Gram more memory at {refused_at} points (an "
+                f"address-space limit such as ulimit -v, or strict overcommit), below its budget "
+                f"(cache_size={self.cache_size!r}), before convergence (relative gap {relative_gap:.2e}); the "
+                f"model so far is kept. Raise the limit or lower cache_size.")
+        elif status == "core_set_full":
             # CVM's core set runs at tol = (1 + eps)^2 - 1 (its radius test), which sets the Gram's dtype.
             solver_tol = (1.0 + eps) ** 2 - 1.0 if self.solver == "cvm" and eps is not None else self.tol
             budget = cache_budgets(self.cache_size)[1]

@@ -467,6 +467,7 @@ class CoreSetState:
     gram: np.ndarray  # capacity x capacity; the leading size x size block is Q restricted to the core set
     size: int = 0
     limit: int = 0  # growable core sets (solve_core_set): the most points the budget allows; 0: fixed capacity
+    refused_at: int = 0  # the capacity at which the system refused more memory (0: never)
 
     @classmethod
     def within_budget(cls, budget_bytes: int, tol: float, max_points: int | None = None) -> CoreSetState:
@@ -522,7 +523,13 @@ class CoreSetState:
         if needed <= self.capacity or self.capacity >= self.limit:
             return
         n = self.size
-        grown = self.empty(min(self.limit, max(2 * self.capacity, needed)), self.gram.dtype)
+        try:
+            grown = self.empty(min(self.limit, max(2 * self.capacity, needed)), self.gram.dtype)
+        except MemoryError:
+            # Refused by the system (ulimit -v, strict overcommit) below the budget: stop growing here, so
+            # the loop ends as with a full budget and keeps its model.
+            self.refused_at, self.limit = self.capacity, self.capacity
+            return
         grown.gram[:n, :n] = self.gram[:n, :n]
         for name in ("points", "alpha", "G", "diag", "inv_c"):
             getattr(grown, name)[:n] = getattr(self, name)[:n]
@@ -726,7 +733,8 @@ def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
-    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds).
+    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds, refused_at):
+    ``refused_at`` is the core-set size at which the system refused more memory for its Gram (0: never).
 
     Growth: each round adds the worst violators of its candidate sample, at most
     ``max(max_add, growth * |active|)`` (``growth = 0``: CVM's fixed batch; ``growth = 1`` doubles the core set
@@ -879,7 +887,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # it differs from a float64 kernel recomputation only by the float32 entries' rounding: 4e-5 to 4e-4
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
-    return support, alpha, total_steps, gap, scale, status, n2, rounds
+    return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at
 
 
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,

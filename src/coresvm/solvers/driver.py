@@ -12,6 +12,7 @@ from ..problem import SimplexProblem
 from .core_set import (
     FLOAT32_GRAM_MIN_TOL,
     CoreSetState,
+    core_set_capacity,
     exact_gradient,
     solve_core_set,
 )
@@ -53,6 +54,7 @@ class SolverResult:
     eps: float | None = None  # the (1 + eps) radius test's eps (CVM and the gsvm family)
     stop_value: float | None = None  # gsvm family: max_i V(x~_i) of its stopping rule (geometric.stop_values)
     gap_points: int = 0  # gsvm family: the points the gap and stop_value were measured on
+    memory_refused_at: int = 0  # core-set loop: its size when the system refused its Gram more memory (0: never)
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stage_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # BVM: (eps, iters, #SV, s) per stage
@@ -65,6 +67,8 @@ class SolverResult:
         if self.stop_value is not None:  # the gsvm family's own stopping quantity, beside the gap
             record["stop_value"] = self.stop_value
             record["gap_points"] = self.gap_points
+        if self.memory_refused_at:
+            record["memory_refused_at"] = self.memory_refused_at
         return record
 
 
@@ -209,11 +213,11 @@ def radius_test_options(problem: SimplexProblem, options: SolverOptions) -> tupl
 def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
     options, extra = radius_test_options(problem, options)
     start = time.perf_counter()
-    support, alpha, n_iter, gap, scale, status, n2, rounds = solve_core_set(
+    support, alpha, n_iter, gap, scale, status, n2, rounds, refused_at = solve_core_set(
         problem, options, rng, init_idx, init_alpha
     )
     return solver_result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start,
-                         rounds=int(rounds), **extra)
+                         rounds=int(rounds), memory_refused_at=int(refused_at), **extra)
 
 
 def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
@@ -276,6 +280,22 @@ def ball_gram_tol(eps: float, eta: float) -> float:
     return min(eps, float(np.nextafter(FLOAT32_GRAM_MIN_TOL, 0.0)))
 
 
+def ball_gram(budget_bytes: int, tol: float, m: int) -> np.ndarray:
+    """The SVs' Gram of 'sphere' and 'mnsvm': as many points as ``budget_bytes`` allow, at most ``m``.
+
+    It cannot grow inside the compiled loop, so it is reserved at once; where the system refuses that (an
+    address-space limit such as ``ulimit -v``, or strict overcommit), the error says so instead of a bare
+    MemoryError."""
+    try:
+        return CoreSetState.within_budget(budget_bytes, tol, max_points=m).gram
+    except MemoryError as error:
+        points = min(core_set_capacity(budget_bytes, tol), m)
+        raise MemoryError(
+            f"the support vectors' Gram matrix ({points} points, {budget_bytes / 2**20:.4g} MB of cache_size) could "
+            f"not be reserved: the system refused it (an address-space limit such as ulimit -v, or strict "
+            f"overcommit). Lower cache_size.") from error
+
+
 def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     eps = ball_eps(problem, options)
     stages = np.array(multiscale_schedule(eps) if options.multiscale else [eps])
@@ -284,8 +304,8 @@ def _run_ball(problem, options, rng, init_point: int) -> SolverResult:
     m = problem.n_points
     tracking = options.track_every_point and tracks_every_point(problem, options.cache_bytes)
     # a small problem keeps the rows of Q beside the SV Gram, each at most m x m, half the budget
-    gram = CoreSetState.within_budget(options.cache_bytes // 2 if tracking else options.cache_bytes,
-                                      ball_gram_tol(eps, options.eta), max_points=m if tracking else None).gram
+    gram = ball_gram(options.cache_bytes // 2 if tracking else options.cache_bytes, ball_gram_tol(eps, options.eta),
+                     m)
     strata_ptr, strata_order = strata(problem.y, options.stratified)
     features = block_search_features(problem, gram.shape[0]) if options.block_search and not tracking else None
     start = time.perf_counter()
