@@ -7,7 +7,8 @@ from scipy.optimize import minimize
 from coresvm.datasets import make_checkerboard
 from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.active_face import face_minimum, newton_step, solve_with_newton
+from coresvm.solvers import active_face
+from coresvm.solvers.active_face import face_minimum, face_system_by_cg, newton_step, solve_with_newton
 from coresvm.solvers.core_set import NO_LINEAR_TERM, STOP_RELATIVE_GAP, inner_solve, l2svm_duality_gap
 from coresvm.solvers.engine import SECOND_VERTEX_RULES
 
@@ -81,9 +82,13 @@ def test_newton_step_never_raises_the_duality_gap_and_restores_a_rejected_iterat
             np.testing.assert_array_equal(G, saved[1])
 
 
-def test_newton_steps_cut_the_pairwise_steps_of_an_ill_conditioned_solve():
+@pytest.mark.parametrize("face_solver", ["cholesky", "conjugate gradients"])
+def test_newton_steps_cut_the_pairwise_steps_of_an_ill_conditioned_solve(face_solver, monkeypatch):
     """2,000 checkerboard points at C = 10^4: the same relative duality gap in a fraction of the pairwise steps,
-    and the objective within that gap of the pairwise-only solution."""
+    and the objective within that gap of the pairwise-only solution -- with the face factorized, and solved by
+    conjugate gradients (as faces above CHOLESKY_MAX_FACE points are)."""
+    if face_solver == "conjugate gradients":
+        monkeypatch.setattr(active_face, "CHOLESKY_MAX_FACE", 64)
     X, y = make_checkerboard(2000, random_state=0)
     problem = SimplexProblem(X, y, np.full(2000, 1e4), KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
     Q = problem.dense_Q()
@@ -101,7 +106,7 @@ def test_newton_steps_cut_the_pairwise_steps_of_an_ill_conditioned_solve():
                                time_left, inv_c, STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0)
 
         if newton:
-            steps, gap = solve_with_newton(pairwise, Q, alpha, G, 2000, tol, 10**8, 1e9, gap_of)
+            steps, gap = solve_with_newton(pairwise, Q, alpha, G, 2000, tol, 10**8, 1e9, gap_of, inv_c)
         else:
             steps, gap = pairwise(tol, 10**8, 1e9)
         assert gap <= tol
@@ -109,3 +114,21 @@ def test_newton_steps_cut_the_pairwise_steps_of_an_ill_conditioned_solve():
     assert results[True][0] < 0.5 * results[False][0], results
     f_plain, f_newton = results[False][1], results[True][1]
     assert abs(f_newton - f_plain) <= 2 * tol * 2 * max(f_plain, f_newton)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_conjugate_gradients_solve_the_face_system_read_in_place(dtype, monkeypatch):
+    """``Q_SS^{-1} 1`` on a face scattered through a larger Gram, against a dense solve: with a preconditioner
+    on fewer landmarks than the face (its approximation matters) and at C = 10^4 (an ill-conditioned system)."""
+    monkeypatch.setattr(active_face, "NYSTROM_POINTS", 200)
+    X, y = make_checkerboard(900, random_state=1)
+    inv_c = np.full(900, 1e-4)
+    problem = SimplexProblem(X, y, 1.0 / inv_c, KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
+    Q = problem.dense_Q().astype(dtype)
+    face = np.sort(np.random.RandomState(0).choice(900, 600, replace=False))
+    exact = np.linalg.solve(Q[np.ix_(face, face)].astype(np.float64), np.ones(600))
+    x = face_system_by_cg(Q, face, inv_c, 900, np.full(600, 1.0 / 600))
+    residual = np.linalg.norm(1.0 - Q[np.ix_(face, face)].astype(np.float64) @ x)
+    assert residual <= active_face.FACE_RESIDUAL * np.sqrt(600)
+    np.testing.assert_allclose(x / x.sum(), exact / exact.sum(), atol=2e-3 * np.abs(exact / exact.sum()).max())
+    assert face_system_by_cg(Q, face, np.zeros(900), 900, np.ones(600)) is None  # no 1/C part: hard margin

@@ -910,7 +910,7 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
         return l2svm_duality_gap(alpha, G, inv_c, n) / max(2.0 * float(alpha @ G), 1e-300)
 
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
-                             relative_gap)
+                             relative_gap, inv_c)
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:
