@@ -75,7 +75,8 @@ METHODS: dict[str, Method] = {
         Method(
             name="coreset", family=CORE_SET, step_rule="mdm", second_vertex="imdm",
             step="inner solve: pairwise MDM steps with the IMDM partner, warm-started each round; Newton steps on "
-                 "the active face where the pairwise rate is slow (large C; Nocedal and Wright 2006, sec. 16.5)",
+                 "the active face where the pairwise rate is slow (large C; Nocedal and Wright 2006, sec. 16.5), "
+                 "large faces by Nystrom-preconditioned conjugate gradients",
             vertex_search="10,000 candidates per round (a sweep of a random permutation); the worst violators join",
             stopping="statistical: at most violator_fraction of the points violate by more than tol, "
                      "at 95% confidence on a fresh uniform sample",
