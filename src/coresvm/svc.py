@@ -242,7 +242,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
     gmdm_k : float, default=0.5
         Exponent of the 'gmdm' rule in [0, 1] (0 is MDM, 1 is IMDM).
     n_candidates : int or None, default=None
-        Core-set solvers: points scored per round (None: the solver's default).
+        Core-set solvers: points scored per round (None: the solver's default;
+        for 'coreset' 10,000, or ``n_samples / 25`` when that is more, so that a
+        sweep of the points takes at most 25 rounds), and the size of the
+        statistical stop's test sample (None: 10,000).
     batch_size : int or None, default=None
         Core-set solvers: most violators added to the core set per round.
     n_init : int, default=20

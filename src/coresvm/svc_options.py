@@ -166,6 +166,7 @@ class SVCParameters:
                 eps=None if self.eps is None else float(self.eps), multiscale=bool(self.multiscale)),
             core_set_loop=CoreSetLoopOptions(
                 core_set=core_set, n_candidates=int(self.n_candidates or method.n_candidates),
+                sweep_rounds=method.sweep_rounds if self.n_candidates is None else 0,
                 max_add=int(self.batch_size or method.max_add), growth=method.growth,
                 core_set_stop=method.core_set_stop),
             ball=BallOptions(ball_rule=method.step_rule if ball else ""),

@@ -13,9 +13,10 @@ The restricted problem is solved with the engine's pairwise step (SMO/MDM on
 the simplex) and IMDM/GMDM second-vertex rules from
 :mod:`~coresvm.solvers.steps`, on a dense in-memory Gram matrix of the core set,
 so an inner step costs O(core set) arithmetic and no kernel evaluations.  The
-outer scan costs ``n_candidates x |active|`` kernel values per round, is
-independent of ``m``, and runs as BLAS blocks with NumPy's vectorized ``exp``
-(the rounds are few, so the outer loop lives in Python).
+outer scan costs ``n_candidates x |active|`` kernel values per round (with
+``sweep_rounds``, at least ``m / sweep_rounds`` candidates: a sweep of the points
+in a bounded number of rounds, each a re-solve), and runs as BLAS blocks with
+NumPy's vectorized ``exp`` (the rounds are few, so the outer loop lives in Python).
 """
 
 from __future__ import annotations
@@ -769,7 +770,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     last_report = -np.inf
     total_steps, rounds, quiet_rounds, n_new = 0, 0, 0, len(init_idx)
     status, gap, scale, n2 = STATUS_MAX_ITER, np.inf, 1.0, 0.0
-    n_candidates = min(options.n_candidates, m)
+    n_candidates = min(max(options.n_candidates, -(-m // options.sweep_rounds) if options.sweep_rounds else 0), m)
     whole_sample = n_candidates == m and not options.stratified  # every round scores every point
     sweep, sweep_pos = (rng.permutation(m) if m <= SWEEP_MAX_POINTS else None), 0
     outer_rel_gap = np.inf

@@ -48,6 +48,7 @@ class Method:
     paper: str
     # -- the settings CoreSVC.solver_options gives the family's loop
     n_candidates: int = 59  # core set: candidates scored per round
+    sweep_rounds: int = 0  # core set: rounds score at least m / sweep_rounds candidates (0: n_candidates)
     max_add: int = 1  # core set: violators added per round (at least)
     growth: float = 0.0  # core set: a round adds up to max(max_add, growth * |active|)
     core_set_stop: str = "quiet"  # core set: 'quiet' (two clean samples) or 'sample' (the statistical rule)
@@ -77,14 +78,15 @@ METHODS: dict[str, Method] = {
             step="inner solve: pairwise MDM steps with the IMDM partner, warm-started each round; Newton steps on "
                  "the active face where the pairwise rate is slow (large C; Nocedal and Wright 2006, sec. 16.5), "
                  "large faces by Nystrom-preconditioned conjugate gradients",
-            vertex_search="10,000 candidates per round (a sweep of a random permutation); the worst violators join",
+            vertex_search="10,000 candidates per round, or m / 25 (a sweep of a random permutation); the worst "
+                          "violators join",
             stopping="statistical: at most violator_fraction of the points violate by more than tol, "
                      "at 95% confidence on a fresh uniform sample",
             outer_loop="core-set growth: up to max(300, |active|) violators per round, warm-started inner solve",
             loop="core_set.solve_core_set -> core_set.inner_solve; small dense problems: dense.solve_rows_dense",
             paper="Tsang et al. 2005, sec. 4 (core-set growth, Badoiu-Clarkson), with the inner solve of "
                   "Strack 2013 sec. 5.6 (IMDM, eq. 5.33); batch growth and the statistical stop are coresvm's",
-            n_candidates=10_000, max_add=300, growth=CORE_SET_GROWTH, core_set_stop="sample",
+            n_candidates=10_000, sweep_rounds=25, max_add=300, growth=CORE_SET_GROWTH, core_set_stop="sample",
             dense_fast_path=True,
         ),
         Method(

@@ -80,6 +80,10 @@ class CoreSetLoopOptions:
 
     core_set: bool = False  # whether the run has this outer loop
     n_candidates: int = 59
+    # With sweep_rounds, a round scores at least m / sweep_rounds candidates, so a sweep of the points takes at
+    # most that many rounds (each a re-solve of the core set) however large m is; the test sample of the
+    # statistical stop keeps n_candidates, so its cost does not grow with m.  0: n_candidates per round.
+    sweep_rounds: int = 0
     max_add: int = 1
     growth: float = 0.0  # a round adds up to max(max_add, growth * |active|) violators
     core_set_stop: str = "quiet"  # 'quiet' (CVM: two clean samples) or 'sample' (the statistical rule)
