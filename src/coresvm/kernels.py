@@ -329,10 +329,16 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
             fused_rbf_sums(A[start:stop], B_t, coef_direct, spec.gamma, np.empty(n_b, dtype=np.float32), sums)
             out[start:stop] = sums
         elif factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
-            block = scaled_right.products(A[start:stop])
-            exp_in_place(block)
+            if right.sparse_right:  # k(B, A_block) in B's row order, summed over its rows
+                sums = exp_in_place(scaled_right.products_transposed(A[start:stop])).T @ coef_b
+            else:
+                sums = exp_in_place(scaled_right.products(A[start:stop])) @ coef_b
             # scaled in float64 (the float32 product is widened first)
-            out[start:stop] = (block @ coef_b) * np.exp(-spec.gamma * norms_a[start:stop]).reshape(coef_shape)
+            out[start:stop] = sums * np.exp(-spec.gamma * norms_a[start:stop]).reshape(coef_shape)
+        elif right.sparse_right:
+            block_t = right.products_transposed(A[start:stop])
+            block_t = apply_kernel_to_dots(block_t, spec, norms_b, None if norms_a is None else norms_a[start:stop])
+            out[start:stop] = block_t.T @ coef_direct
         else:
             block = right.products(A[start:stop])
             block = apply_kernel_to_dots(block, spec, None if norms_a is None else norms_a[start:stop], norms_b)
@@ -352,12 +358,22 @@ class RightOperand:
     def __init__(self, B, A, dtype: type) -> None:
         self.B, self.dtype = B, dtype
         self.transposed = transposed_operand(B, dtype) if sp.issparse(A) and not sp.issparse(B) else None
+        # sparse B, dense A (candidates fewer than the support): products_transposed serves the blocks
+        self.sparse_right = sp.issparse(B) and not sp.issparse(A)
 
     def products(self, A_block) -> np.ndarray:
         """``A_block @ B.T`` as a dense array of the operand's dtype."""
         if self.transposed is None:
             return inner_products(A_block, self.B, self.dtype)
         return np.asarray(A_block.astype(self.dtype, copy=False) @ self.transposed, dtype=self.dtype)
+
+    def products_transposed(self, A_block: np.ndarray) -> np.ndarray:
+        """``B @ A_block.T`` (C order) for a sparse ``B`` and dense ``A_block``: what SciPy's sparse x dense
+        product gives directly.  The kernel's elementwise passes and the reduction with the coefficients take
+        it as it is; :meth:`products` would copy it transposed, which cost more than the product (w8a's
+        scoring, 9,277 support vectors: 2.2 against 1.5 ns per value)."""
+        return np.asarray(self.B.astype(self.dtype, copy=False) @ transposed_operand(A_block, self.dtype),
+                          dtype=self.dtype)
 
 
 def _product_operands(A, B):
