@@ -286,7 +286,8 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     direct ``exp(-g |a - b|^2)``.  ``B`` is small (support vectors, an active
     set): a sparse ``B`` is made dense when that costs at most 64 MiB, which
     keeps sparse ``A`` sparse and makes the product one sparse x dense call.
-    When ``A`` has fewer rows than a sparse ``B``, ``A`` is made dense instead.
+    When ``A`` has fewer rows than a sparse ``B``, ``A`` is made dense instead, and each block is computed as
+    ``B @ A_block.T`` and used in that layout (:meth:`RightOperand.products_transposed`).
 
     ``precision=np.float32`` computes the blocks (GEMM, ``exp``, product) in float32, about twice as fast,
     with relative errors near 1e-7 per kernel value; the output is float64 either way.  The core-set
