@@ -155,6 +155,9 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None) -> tuple[np.ndarray,
     return None
 
 
+PRODUCT_ROWS = 512  # rows of the Gram per task of gram_rows_product
+
+
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reassociation lets the sums vectorize
 def rows_times_vector(gram, rows, n_w, x, start, stop, out):
     """``out[r] = gram[rows[r], :n_w] @ x`` for ``r`` in ``[start, stop)``, accumulated in float64."""
@@ -177,9 +180,6 @@ def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray) -> np.nda
     return out
 
 
-PRODUCT_ROWS = 512
-
-
 def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start: np.ndarray) -> np.ndarray | None:
     """``Q_SS^{-1} 1`` by preconditioned conjugate gradients, from ``start``; None without a positive 1/C part.
 
@@ -200,16 +200,18 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     columns = gram[np.ix_(face, landmarks)].astype(np.float64)
     columns[positions, np.arange(len(landmarks))] -= diagonal[positions]  # the kernel part K_SL
     inverse_diagonal = 1.0 / diagonal
-    inner = columns[positions] + (columns.T * inverse_diagonal) @ columns  # K_LL + K_LS D^-1 K_SL
-    inner[np.diag_indices_from(inner)] += 1e-10 * np.trace(inner) / len(landmarks)
-    try:
-        factor = cho_factor(inner, lower=True, check_finite=False)
-    except LinAlgError:
-        return None
+    with single_threaded_blas():  # as solve_face_system: parallel one-vs-one fits run this in threads
+        inner = columns[positions] + (columns.T * inverse_diagonal) @ columns  # K_LL + K_LS D^-1 K_SL
+        inner[np.diag_indices_from(inner)] += 1e-10 * np.trace(inner) / len(landmarks)
+        try:
+            factor = cho_factor(inner, lower=True, check_finite=False)
+        except LinAlgError:
+            return None
 
     def precondition(v: np.ndarray) -> np.ndarray:
         u = inverse_diagonal * v
-        return u - inverse_diagonal * (columns @ cho_solve(factor, columns.T @ u, check_finite=False))
+        with single_threaded_blas():
+            return u - inverse_diagonal * (columns @ cho_solve(factor, columns.T @ u, check_finite=False))
 
     spread = np.zeros(n_w)
 
