@@ -38,7 +38,7 @@ from ..kernels import (
     rbf_factorizable,
     run_row_blocks,
 )
-from .active_face import solve_with_newton
+from .active_face import NewtonRecord, solve_with_newton
 from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
@@ -776,6 +776,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     outer_rel_gap = np.inf
     finishing = core_set_full = False
     settled = None  # (support, alpha) after the last inner solve that time did not cut: the anytime model
+    newton_record = NewtonRecord()  # rejected Newton steps make later solves try less eagerly
     while True:
         # Inexact inner solves: while the sample still finds violators, solve the
         # core set only to a fraction of the outer gap (and a step budget per added
@@ -787,7 +788,8 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             inner_tol = max(inner_tol, options.inner_gap_ratio * outer_rel_gap)
         n = core.size
         time_left = max(options.max_time - (fit_clock() - start), 0.0)
-        steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left)
+        steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left,
+                                       newton_record)
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]
@@ -892,7 +894,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
 
 
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
-                time_left: float) -> tuple[int, float]:
+                time_left: float, newton_record: NewtonRecord) -> tuple[int, float]:
     """Solve the core set to ``tol``: pairwise steps (:func:`inner_solve`), and for the L2-SVM (``lam = 0``)
     Newton steps on the active face where their rate is slow
     (:func:`~coresvm.solvers.active_face.solve_with_newton`)."""
@@ -911,7 +913,7 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
         return l2svm_duality_gap(alpha, G, inv_c, n) / max(2.0 * float(alpha @ G), 1e-300)
 
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
-                             relative_gap, inv_c)
+                             relative_gap, inv_c, newton_record)
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:
