@@ -53,14 +53,12 @@ def address_space_is_lazy(overcommit_setting: str = "/proc/sys/vm/overcommit_mem
     no limit on the process's address space.  Under strict accounting (2) a reservation is charged in full against
     the commit limit; under ``ulimit -v`` (batch schedulers' virtual-memory limits) it uses up the limit that later
     allocations need; on other systems it may be committed at once.  Callers should then allocate as they grow."""
+    if address_space_headroom() is not None:
+        return False
     try:
-        import resource
-
-        if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
-            return False
         with open(overcommit_setting) as setting:
             return setting.read().strip() in ("0", "1")
-    except (ImportError, OSError):
+    except OSError:
         return False
 
 
