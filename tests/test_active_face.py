@@ -150,3 +150,8 @@ def test_rejected_newton_steps_make_later_ones_dearer():
     args = (6000, 3000, 6000, 0.2, 0.19, 1e-2)
     assert active_face.newton_pays(*args)
     assert not active_face.newton_pays(*args, penalty=active_face.REJECTION_PENALTY**3)
+    # a chunk without progress: a Newton step while none has been rejected, and no longer once one was (at
+    # C = 65,536 an infinite estimate of the pairwise cost had taken 40 more after the penalty passed 10^6)
+    stalled = (6000, 3000, 6000, 0.2, 0.21, 1e-2)
+    assert active_face.newton_pays(*stalled)
+    assert not active_face.newton_pays(*stalled, penalty=active_face.REJECTION_PENALTY)

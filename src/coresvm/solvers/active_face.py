@@ -296,8 +296,13 @@ def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after:
     expected products and the new gradient; that cost times ``penalty`` (:class:`NewtonRecord`)."""
     if n_face < 2 or steps <= 0 or gap_after <= tol:
         return False
-    per_step = np.log(gap_before / gap_after) / steps if gap_after < gap_before else 0.0
-    remaining = np.log(gap_after / tol) / per_step if per_step > 0.0 else np.inf
+    if gap_after >= gap_before:
+        # No progress in the chunk (the gap of pairwise steps is not monotone): a Newton step, unless the fit's
+        # record says they have been rejected (an estimate of infinite pairwise cost outweighed any penalty:
+        # ijcnn1 at C = 65,536 tried 40 after its penalty had passed 10^6).
+        return penalty <= 1.0
+    per_step = np.log(gap_before / gap_after) / steps
+    remaining = np.log(gap_after / tol) / per_step
     pairwise_ns = remaining * n_w * PAIRWISE_NS_PER_ENTRY
     if n_face > CHOLESKY_MAX_FACE:
         newton_ns = (CG_EXPECTED_ITERATIONS * n_face + n_w) * n_w * CG_NS_PER_ENTRY
