@@ -142,6 +142,28 @@ def test_float32_rbf_product_of_few_features_is_within_float32_rounding(monkeypa
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6 * np.abs(coef).sum())
 
 
+@pytest.mark.parametrize("layout", ["few features", "dense", "sparse candidates", "sparse support"])
+def test_float32_products_sum_in_float64(layout):
+    """The core-set solvers' sums ``(Q a)_t`` cancel far below the total of their terms ``sum_j |c_j k_tj|``
+    (ijcnn1 at C = 65,536: ~1e-8 of it).  float32 products must add their terms in float64: float32 sums (sgemv)
+    were off by 8e-9 to 2e-8 of that total here, float64 ones by under 1e-9 (the float32 kernel values' own
+    rounding)."""
+    rng = np.random.RandomState(3)
+    n_features = 3 if layout == "few features" else 20  # the fused loop, then BLAS
+    A, B = 0.3 * rng.rand(200, n_features), 0.3 * rng.rand(20000, n_features)
+    if layout == "sparse candidates":
+        A = sp.csr_matrix(A * (rng.rand(*A.shape) < 0.5))
+    if layout == "sparse support":  # fewer candidates than a sparse support: the transposed product
+        A, B = A[:50], sp.csr_matrix(B * (rng.rand(*B.shape) < 0.5))
+    K = rbf_kernel(A.toarray() if sp.issparse(A) else A, B.toarray() if sp.issparse(B) else B, gamma=0.5)
+    coef = rng.choice([-1.0, 1.0], size=20000) / 20000
+    coef -= coef.mean()
+    expected, total = K @ coef, K @ np.abs(coef)
+    assert np.max(np.abs(expected) / total) < 2e-3  # the cancellation this test is about
+    got = kernel_product(A, B, KernelSpec("rbf", gamma=0.5), coef, precision=np.float32)
+    assert np.max(np.abs(got - expected) / total) < 2e-9
+
+
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("spec_name", ["rbf", "poly", "linear"])
 def test_kernel_map_applies_the_reduction_to_every_row_block(monkeypatch, n_threads, spec_name):

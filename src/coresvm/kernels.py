@@ -150,18 +150,56 @@ FUSED_MAX_FEATURES = 8
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _float32_dot(a, b):
-    """``a @ b`` for float32 vectors, summed in float32 lanes (reassociated: vectorized, like BLAS's sgemv)."""
-    total = np.float32(0.0)
+def _widened_dot(a, b):
+    """``a @ b`` for a float32 ``a`` and a float64 ``b``, summed in float64 lanes (reassociated: vectorized)."""
+    total = 0.0
     for j in range(a.shape[0]):
-        total += a[j] * b[j]
+        total += np.float64(a[j]) * b[j]
     return total
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def widened_matvec(block, coef, out):
+    """``out = block @ coef`` for a float32 ``block`` and float64 ``coef``, summed in float64."""
+    for i in range(block.shape[0]):
+        out[i] = _widened_dot(block[i], coef)
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def widened_matvec_transposed(block_t, coef, out):
+    """``out = block_t.T @ coef`` for a float32 ``block_t`` and float64 ``coef``, summed in float64."""
+    out[:] = 0.0
+    for j in range(block_t.shape[0]):
+        c = coef[j]
+        row = block_t[j]
+        for i in range(row.shape[0]):
+            out[i] += np.float64(row[i]) * c
+
+
+def weighted_sums(block, coef: np.ndarray, transposed: bool = False) -> np.ndarray:
+    """``block @ coef`` (``block.T @ coef`` when ``transposed``) in float64.
+
+    A float32 block is summed in float64 against float64 coefficients: the core-set solvers' sums ``(Q a)_t``
+    cancel to far below the terms' total ``sum_j |a_j k_tj|`` (about 1e-8 against 1 on ijcnn1 at C = 65,536),
+    and float32 sums (BLAS's sgemv) left errors of ~5e-8 in them, larger than the sums and the stopping
+    tolerance's margin; the candidates' scores were mostly rounding.  Several coefficient columns (the joint
+    multiclass problem) use a float32 product.
+    """
+    if block.dtype != np.float32:
+        return block.T @ coef if transposed else block @ coef
+    if coef.ndim != 1:
+        coef = coef.astype(np.float32)
+        return block.T @ coef if transposed else block @ coef
+    out = np.empty(block.shape[1] if transposed else block.shape[0])
+    (widened_matvec_transposed if transposed else widened_matvec)(block, coef, out)
+    return out
 
 
 @njit(cache=True, nogil=True)
 def fused_rbf_sums(A, B_t, coef, gamma, work, out):
     """``out[i] = sum_j coef[j] exp(-gamma |A_i - B_j|^2)`` for float32 ``A`` (n x d) and ``B_t`` (d x m, ``B``
-    transposed), ``work`` a float32 row of ``m``.  The direct form: no exponent range to guard."""
+    transposed), ``work`` a float32 row of ``m``, ``coef`` float64 (the sums in float64: see
+    :func:`weighted_sums`).  The direct form: no exponent range to guard."""
     d = A.shape[1]
     minus_gamma = np.float32(-gamma)
     for i in range(A.shape[0]):
@@ -179,7 +217,7 @@ def fused_rbf_sums(A, B_t, coef, gamma, work, out):
         for j in range(work.shape[0]):
             work[j] *= minus_gamma
         _exp_float32_in_place(work)
-        out[i] = _float32_dot(work, coef)
+        out[i] = _widened_dot(work, coef)
 
 
 def exp_in_place(values: np.ndarray) -> np.ndarray:
@@ -289,8 +327,9 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     When ``A`` has fewer rows than a sparse ``B``, ``A`` is made dense instead, and each block is computed as
     ``B @ A_block.T`` and used in that layout (:meth:`RightOperand.products_transposed`).
 
-    ``precision=np.float32`` computes the blocks (GEMM, ``exp``, product) in float32, about twice as fast,
-    with relative errors near 1e-7 per kernel value; the output is float64 either way.  The core-set
+    ``precision=np.float32`` computes the blocks (GEMM, ``exp``) in float32, about twice as fast, with relative
+    errors near 1e-7 per kernel value, and sums them against the coefficients in float64 (:func:`weighted_sums`);
+    the output is float64 either way.  The core-set
     solvers score candidates this way when their Gram matrix is float32 as well (``tol >= 1e-3``).
     """
     n_a, n_b = A.shape[0], B.shape[0]
@@ -317,8 +356,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     coef_shape = (-1,) + (1,) * (coef.ndim - 1)
     if factorizable:
         B_scaled = B * (np.float32(2.0 * spec.gamma) if single else 2.0 * spec.gamma)
-        coef_b = (np.exp(-spec.gamma * norms_b).reshape(coef_shape) * coef).astype(precision, copy=False)
-    coef_direct = coef.astype(precision, copy=False)
+        coef_b = np.exp(-spec.gamma * norms_b).reshape(coef_shape) * coef
     rows = product_block_rows(n_b)
     scaled_right = RightOperand(B_scaled, A, precision) if factorizable else None
     right = RightOperand(B, A, precision)
@@ -326,24 +364,21 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     def one_block(start: int) -> None:
         stop = min(start + rows, n_a)
         if fused:
-            sums = np.empty(stop - start, dtype=np.float32)
-            fused_rbf_sums(A[start:stop], B_t, coef_direct, spec.gamma, np.empty(n_b, dtype=np.float32), sums)
-            out[start:stop] = sums
+            fused_rbf_sums(A[start:stop], B_t, coef, spec.gamma, np.empty(n_b, dtype=np.float32), out[start:stop])
         elif factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
             if right.sparse_right:  # k(B, A_block) in B's row order, summed over its rows
-                sums = exp_in_place(scaled_right.products_transposed(A[start:stop])).T @ coef_b
+                sums = weighted_sums(exp_in_place(scaled_right.products_transposed(A[start:stop])), coef_b, True)
             else:
-                sums = exp_in_place(scaled_right.products(A[start:stop])) @ coef_b
-            # scaled in float64 (the float32 product is widened first)
+                sums = weighted_sums(exp_in_place(scaled_right.products(A[start:stop])), coef_b)
             out[start:stop] = sums * np.exp(-spec.gamma * norms_a[start:stop]).reshape(coef_shape)
         elif right.sparse_right:
             block_t = right.products_transposed(A[start:stop])
             block_t = apply_kernel_to_dots(block_t, spec, norms_b, None if norms_a is None else norms_a[start:stop])
-            out[start:stop] = block_t.T @ coef_direct
+            out[start:stop] = weighted_sums(block_t, coef, True)
         else:
             block = right.products(A[start:stop])
             block = apply_kernel_to_dots(block, spec, None if norms_a is None else norms_a[start:stop], norms_b)
-            out[start:stop] = block @ coef_direct
+            out[start:stop] = weighted_sums(block, coef)
 
     run_row_blocks(n_a, rows, one_block, n_threads)
     return out
