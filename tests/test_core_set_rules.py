@@ -256,9 +256,9 @@ def test_core_set_gram_equals_the_extended_kernel(sparse, gamma, tol):
     problem = SimplexProblem(sp.csr_matrix(X) if sparse else X, y, C, KernelSpec("rbf", gamma))
     core = CoreSetState.growable(2**30, tol, max_points=300, initial=64)
     order = rng.permutation(300)
-    append_points(problem, core, order[:50], np.full(50, 0.02), np.zeros(50))
+    append_points(problem, core, order[:50], np.full(50, 0.02))
     core.reserve(150)
-    append_points(problem, core, order[50:200], np.zeros(150), np.zeros(150))
+    append_points(problem, core, order[50:200], np.zeros(150))
     points = core.points[: core.size]
     Q = (rbf_kernel(X[points], gamma=gamma) + 1.0) * np.outer(y[points], y[points]) + np.diag(1.0 / C[points])
     atol = 2e-5 if core.gram.dtype == np.float32 else 1e-12

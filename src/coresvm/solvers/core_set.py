@@ -38,7 +38,7 @@ from ..kernels import (
     rbf_factorizable,
     run_row_blocks,
 )
-from .active_face import NewtonRecord, solve_with_newton
+from .active_face import NewtonRecord, gram_rows_product, solve_with_newton
 from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
@@ -648,8 +648,14 @@ def _extended_block(problem, rows_a, columns: GramColumns, precision: type) -> n
     return K
 
 
-def append_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> None:
-    """Append ``new_points`` to the core set: their Gram rows (and, by symmetry, columns) in row blocks."""
+def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
+    """Append ``new_points`` to the core set: their Gram rows (and, by symmetry, columns) in row blocks, and their
+    gradient ``G = Q a`` from those rows.
+
+    The gradient is summed from the stored (float32) rows, not taken from the candidates' scores, so that ``G``
+    is exactly the gradient of the problem the Gram defines; the old points' ``G`` is left as it is (the caller
+    recomputes it when ``new_alpha`` is not zero).
+    """
     n, k = core.size, len(new_points)
     precision = core.gram.dtype.type
     # The columns in the Gram's precision once, not per block (a float64 GEMM, then a cast, took twice as long).
@@ -671,7 +677,7 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha, new_G) -> 
     run_row_blocks(n, MIRROR_ROWS, mirror_block, None)
     core.points[n : n + k] = new_points
     core.alpha[n : n + k] = new_alpha
-    core.G[n : n + k] = new_G
+    core.G[n : n + k] = gram_rows_product(core.gram, np.arange(n, n + k), n + k, core.alpha[: n + k])
     core.diag[n : n + k] = new_diag
     core.inv_c[n : n + k] = problem.inv_c_of(new_points)
     core.size = n + k
@@ -757,7 +763,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     budget = options.cache_bytes if options.core_set_bytes is None else options.core_set_bytes
     core = CoreSetState.growable(budget, options.tol, max_points=m, initial=max(1024, len(init_idx)))
     init_idx, init_alpha = init_idx[: core.capacity], init_alpha[: core.capacity] / init_alpha[: core.capacity].sum()
-    append_points(problem, core, init_idx, init_alpha, np.zeros(len(init_idx)))
+    append_points(problem, core, init_idx, init_alpha)
     n = core.size
     core.G[:n] = core.gram[:n, :n].astype(np.float64) @ core.alpha[:n]
     in_core = np.zeros(m, dtype=bool)
@@ -874,8 +880,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         if len(violating):
             n_add = max(options.max_add, int(options.growth * np.sum(alpha > 0)))
             worst = violating[np.argsort(cand_scores[violating])[:n_add]]
-            new_G = cand_scores[worst] + 0.5 * lam * cand_diag[worst]
-            n_new = _grow(problem, core, in_core, candidates[worst], new_G, n_add)
+            n_new = _grow(problem, core, in_core, candidates[worst], n_add)
             if n_new == 0:
                 # No room left in the budget: one last strict solve of the core set, then stop.
                 core_set_full, finishing = True, True
@@ -921,7 +926,7 @@ def exact_gradient(problem, support, alpha) -> np.ndarray:
     return label_weighted_sums(problem, support, support, alpha) + problem.inv_c_of(support) * alpha
 
 
-def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int) -> int:
+def _grow(problem, core: CoreSetState, in_core, new_points, max_add: int) -> int:
     """Add violators (worst first) to the core set; returns how many fitted.
 
     Zero-weight points are dropped first when the core set has grown well past
@@ -933,9 +938,9 @@ def _grow(problem, core: CoreSetState, in_core, new_points, new_G, max_add: int)
         core.compact()
     core.reserve(len(new_points))
     room = core.capacity - core.size
-    new_points, new_G = new_points[:room], new_G[:room]
+    new_points = new_points[:room]
     in_core[new_points] = True
-    append_points(problem, core, new_points, np.zeros(len(new_points)), new_G)
+    append_points(problem, core, new_points, np.zeros(len(new_points)))
     return len(new_points)
 
 
