@@ -1,12 +1,15 @@
 """``python -m coresvm.precompile`` compiles what large default fits use, so that none compiles inside a fit."""
 
+from coresvm import kernels
 from coresvm.precompile import main
 from coresvm.solvers import active_face
 
 
-def test_precompile_compiles_the_newton_steps_of_large_fits(capsys):
+def test_precompile_compiles_the_loops_of_large_fits(capsys):
     assert main([]) == 0
     assert "compiled and cached" in capsys.readouterr().out
-    # only large fits reach these (the core set's float32 Gram; faces above CHOLESKY_MAX_FACE by conjugate gradients)
-    for loop in (active_face.rows_times_vector, active_face.gram_face_product, active_face.residual_of_ones):
+    # only large fits reach these: Newton steps in the core set's float32 Gram (faces above CHOLESKY_MAX_FACE by
+    # conjugate gradients), and float32 scoring of candidates with many features or against a sparse support
+    for loop in (active_face.rows_times_vector, active_face.gram_face_product, active_face.residual_of_ones,
+                 kernels.widened_matvec, kernels.widened_matvec_transposed):
         assert any("float32" in str(signature) for signature in loop.signatures), loop.__name__

@@ -9,7 +9,8 @@ after installing (a Docker image's build step, a CI job's set-up) so that no use
 for it.  It fits small synthetic problems on each default path: dense binary and one-vs-one
 pairs (the compiled small-problem path), CSR input and dense problems too large for the kernel
 cache (the core-set solver), and predicts with each; then it takes Newton steps on a small and a large active
-face (:mod:`coresvm.solvers.active_face`), which only large fits reach.
+face (:mod:`coresvm.solvers.active_face`), which only large fits reach, and scores candidates in the layouts
+of large core sets.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from .kernels import FUSED_MAX_FEATURES, KernelSpec, kernel_product
 from .solvers.active_face import CHOLESKY_MAX_FACE, newton_step
 from .svc import CoreSVC
 
@@ -62,6 +64,17 @@ def _newton_steps() -> None:
         newton_step(gram, alpha, G, n, lambda a, g: 0.0, lambda: 0, 1.0, inv_c)
 
 
+def _float32_products() -> None:
+    """Score candidates as the core-set loop does (float32 kernel values summed in float64) in each layout the
+    small fits above miss: more features than the fused loop takes, and a sparse support against fewer dense
+    candidates."""
+    rng = np.random.default_rng(0)
+    spec = KernelSpec("rbf", gamma=0.1)
+    support = rng.random((300, FUSED_MAX_FEATURES + 1))
+    for candidates, right in ((support[:200], support), (support[:20], sp.csr_matrix(support))):
+        kernel_product(candidates, right, spec, np.ones(300), precision=np.float32)
+
+
 def precompile(verbose: bool = False) -> float:
     """Compile (or load from Numba's cache) the solver loops that default ``CoreSVC`` fits use.
 
@@ -84,10 +97,11 @@ def precompile(verbose: bool = False) -> float:
             model.predict(X)
         if verbose:
             print(f"{name:>17}: {time.perf_counter() - begun:6.1f} s", flush=True)
-    begun = time.perf_counter()
-    _newton_steps()
-    if verbose:
-        print(f"{'Newton steps':>17}: {time.perf_counter() - begun:6.1f} s", flush=True)
+    for name, step in (("Newton steps", _newton_steps), ("float32 products", _float32_products)):
+        begun = time.perf_counter()
+        step()
+        if verbose:
+            print(f"{name:>17}: {time.perf_counter() - begun:6.1f} s", flush=True)
     return time.perf_counter() - start
 
 
