@@ -205,6 +205,24 @@ def test_fast_path_is_identical_for_every_n_jobs(digits):
     np.testing.assert_array_equal(one.dual_coef_, two.dual_coef_)
 
 
+def test_default_n_jobs_trains_small_pairs_on_the_kernel_threads(digits, monkeypatch):
+    """n_jobs=None spreads small pairs (the compiled chunks) over as many threads as a binary fit's kernel
+    products use; an explicit n_jobs=1 keeps one.  The model is the same either way."""
+    import coresvm.svc as svc_module
+
+    workers = []
+    run_in_threads = svc_module.run_in_threads
+    monkeypatch.setattr(svc_module, "default_kernel_threads", lambda: 2)
+    monkeypatch.setattr(svc_module, "run_in_threads", lambda n, work: workers.append(n) or run_in_threads(n, work))
+    X, y = digits
+    params = dict(C=16, gamma=0.05, random_state=0)
+    default = CoreSVC(**params).fit(X[:600], y[:600])
+    one = CoreSVC(n_jobs=1, **params).fit(X[:600], y[:600])
+    assert workers == [2, 1]
+    np.testing.assert_array_equal(default.support_, one.support_)
+    np.testing.assert_array_equal(default.dual_coef_, one.dual_coef_)
+
+
 def test_vectorized_exp_matches_numpy():
     from coresvm.solvers.dense import exp_nonpositive
 
@@ -288,11 +306,11 @@ def test_chunks_are_bounded_in_size_and_give_the_same_model(digits, monkeypatch)
     real_chunk = CoreSVC._solve_chunk
     monkeypatch.setattr(CoreSVC, "_solve_chunk", lambda self, X, chunk, t: calls.append(len(chunk)) or real_chunk(
         self, X, chunk, t))
-    whole = CoreSVC(C=16, gamma=0.02, random_state=0).fit(X, y)
+    whole = CoreSVC(C=16, gamma=0.02, random_state=0, n_jobs=1).fit(X, y)
     assert calls == [45]
     calls.clear()
     monkeypatch.setattr(svc_module, "CHUNK_COST", 1)
-    cut = CoreSVC(C=16, gamma=0.02, random_state=0).fit(X, y)
+    cut = CoreSVC(C=16, gamma=0.02, random_state=0, n_jobs=1).fit(X, y)
     assert calls == [1] * 45
     np.testing.assert_array_equal(whole.dual_coef_, cut.dual_coef_)
     np.testing.assert_array_equal(whole.intercept_, cut.intercept_)

@@ -21,6 +21,7 @@ from .data import is_memory_mapped, read_rows
 from .estimator import CoreEstimatorBase, check_sample_weight
 from .joint import fit_joint
 from .kernels import (
+    default_kernel_threads,
     resolve_gamma,
     single_threaded_blas,
     squared_norms,
@@ -276,7 +277,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         'ovr'.  With two classes it is the binary machine.
     n_jobs : int or None, default=None
         Sub-problems (pairs or classes) trained at the same time, in threads
-        (None: 1; -1: all cores; read by joblib's ``effective_n_jobs``).  Each sub-problem's random seed is
+        (-1: all cores; read by joblib's ``effective_n_jobs``).  None: sub-problems small enough for the
+        compiled small-problem path (up to 5,000 points each: USPS's, letter's and pendigits' pairs) are
+        trained on as many threads as a binary fit's kernel products use, larger ones one at a time, each
+        on all of those threads.  Each sub-problem's random seed is
         drawn before any is dispatched, so the model is identical for every
         ``n_jobs``.  With ``n_jobs > 1`` every worker runs its kernel
         products, BLAS and Numba code on one thread, so the workers do not
@@ -545,6 +549,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
             return [next(solved) if len(problem.rows) else empty_model(problem) for problem in problems]
         n_jobs = max(1, min(effective_n_jobs(self.n_jobs), len(problems)))
         if self._solves_in_chunks(X, problems, n_jobs):
+            if self.n_jobs is None and n_jobs == 1:
+                # Small sub-problems, one thread each: on the cores a binary fit's kernel products use (every core,
+                # or the limit the process was started with), not on one.
+                n_jobs = max(1, min(default_kernel_threads(), len(problems)))
             costs = [len(problem.rows) ** 2 for problem in problems]
             # Several chunks per worker balance the workers; chunks of bounded size keep KeyboardInterrupt (which
             # arrives between compiled calls) and max_time's sharing responsive on large pairs.
