@@ -278,12 +278,14 @@ def test_version_1_files_load_and_predict_identically(tmp_path, name):
     model = load_model(path)
     decision, labels = model.decision_function(X), model.predict(X)
     assert decision.dtype == expected[f"{name}_decision"].dtype
-    np.testing.assert_array_equal(decision, expected[f"{name}_decision"])
+    # the recorded values to the last few bits: BLAS sums in an order of its own per processor (an AMD EPYC
+    # machine differed from the recording one by up to 7e-16)
+    np.testing.assert_allclose(decision, expected[f"{name}_decision"], rtol=1e-13, atol=1e-14)
     np.testing.assert_array_equal(labels, expected[f"{name}_predict"])
-    # written again, as version 2, it still predicts the same
+    # written again, as version 2, it predicts bit for bit as the version 1 file on this machine
     save_model(model, tmp_path / "v2")
     assert read_metadata(tmp_path / "v2")["format_version"] == 2
     again = load_model(tmp_path / "v2")
-    np.testing.assert_array_equal(again.decision_function(X), expected[f"{name}_decision"])
+    np.testing.assert_array_equal(again.decision_function(X), decision)
     np.testing.assert_array_equal(again.predict(X), expected[f"{name}_predict"])
     assert set(vars(again)) == set(vars(model)) - set(NOT_SAVED["coresvm.CoreSVC"])
