@@ -159,7 +159,8 @@ def test_keyboard_interrupt_mid_fit_leaves_the_estimator_unfitted(monkeypatch, r
     call solving all three (CoreSVC._solve_chunk): no half model, also not a mix with an earlier fit (the
     estimator is unfitted; fitting again works)."""
     X, y = _three_classes()
-    model = CoreSVC(random_state=0, bias="kkt" if path == "pairs" else True)
+    # one worker (the default spreads small pairs over the kernel threads): the interrupted call is the last one
+    model = CoreSVC(random_state=0, n_jobs=1, bias="kkt" if path == "pairs" else True)
     if refit:
         model.fit(X[:, :1], y)
     calls = []
