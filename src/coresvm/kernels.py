@@ -182,17 +182,14 @@ def weighted_sums(block, coef: np.ndarray, transposed: bool = False) -> np.ndarr
     A float32 block is summed in float64 against float64 coefficients: the core-set solvers' sums ``(Q a)_t``
     cancel to far below the terms' total ``sum_j |a_j k_tj|`` (about 1e-8 against 1 on ijcnn1 at C = 65,536),
     and float32 sums (BLAS's sgemv) left errors of ~5e-8 in them, larger than the sums and the stopping
-    tolerance's margin; the candidates' scores were mostly rounding.  Several coefficient columns (the joint
-    multiclass problem) use a float32 product.
+    tolerance's margin; the candidates' scores were mostly rounding.  Other operands are multiplied in their own
+    dtype (several coefficient columns, the joint multiclass problem's, come float32 from :func:`kernel_product`).
     """
-    if block.dtype != np.float32:
-        return block.T @ coef if transposed else block @ coef
-    if coef.ndim != 1:
-        coef = coef.astype(np.float32)
-        return block.T @ coef if transposed else block @ coef
-    out = np.empty(block.shape[1] if transposed else block.shape[0])
-    (widened_matvec_transposed if transposed else widened_matvec)(block, coef, out)
-    return out
+    if block.dtype == np.float32 and coef.ndim == 1:
+        out = np.empty(block.shape[1] if transposed else block.shape[0])
+        (widened_matvec_transposed if transposed else widened_matvec)(block, coef, out)
+        return out
+    return block.T @ coef if transposed else block @ coef
 
 
 @njit(cache=True, nogil=True)
@@ -357,6 +354,10 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if factorizable:
         B_scaled = B * (np.float32(2.0 * spec.gamma) if single else 2.0 * spec.gamma)
         coef_b = np.exp(-spec.gamma * norms_b).reshape(coef_shape) * coef
+    if single and coef.ndim != 1:  # several columns: float32 products (weighted_sums), the cast made once here
+        coef = coef.astype(np.float32)
+        if factorizable:
+            coef_b = coef_b.astype(np.float32)
     rows = product_block_rows(n_b)
     scaled_right = RightOperand(B_scaled, A, precision) if factorizable else None
     right = RightOperand(B, A, precision)
