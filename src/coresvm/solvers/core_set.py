@@ -653,8 +653,8 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
     gradient ``G = Q a`` from those rows.
 
     The gradient is summed from the stored (float32) rows, not taken from the candidates' scores, so that ``G``
-    is exactly the gradient of the problem the Gram defines; the old points' ``G`` is left as it is (the caller
-    recomputes it when ``new_alpha`` is not zero).
+    is exactly the gradient of the problem the Gram defines.  The old points' ``G`` is left as it is: new points
+    join with zero weight, except the first ones (no old points then).
     """
     n, k = core.size, len(new_points)
     precision = core.gram.dtype.type
@@ -764,8 +764,6 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     core = CoreSetState.growable(budget, options.tol, max_points=m, initial=max(1024, len(init_idx)))
     init_idx, init_alpha = init_idx[: core.capacity], init_alpha[: core.capacity] / init_alpha[: core.capacity].sum()
     append_points(problem, core, init_idx, init_alpha)
-    n = core.size
-    core.G[:n] = core.gram[:n, :n].astype(np.float64) @ core.alpha[:n]
     in_core = np.zeros(m, dtype=bool)
     in_core[init_idx] = True
     second_rule = SECOND_VERTEX_RULES[options.second_vertex]
