@@ -1,0 +1,160 @@
+"""CoreSVC's fit time over the C range users select: SVC's C x 4^k, k = 0..5 (C x 1 .. C x 1024).
+
+For every data set of ``compare.py`` (same rows, same gamma, same test set), one ``CoreSVC`` fit with its
+defaults per C, each in a fresh process after a warm-up fit (compiled code loaded).  Per fit: seconds,
+test accuracy, #SV, peak RSS, the solver's status, and the time as a multiple of the fit at SVC's own C.
+With ``--peer``, sklearnex ``SVC`` (or sklearn's when sklearnex is not installed) is fitted at the smallest
+and the largest C too, so the growth of a peer's time over the same range is beside ours.
+
+Writes ``benchmarks/results/c_range.md`` (or ``--out``) with the command, date, revision, machine and
+library versions.
+
+    python benchmarks/c_range.py                        # every set (about 10 minutes on 2 cores)
+    python benchmarks/c_range.py --sets ijcnn1,a9a --peer
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+from queue import Empty
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402 - the data sets, their C and gamma, and the process helpers are compare.py's
+
+STEPS = 6  # C x 4^k, k = 0..5
+FIT_LIMIT_S = 600.0  # a fit's process (warm-up and timed fit) is stopped after this
+
+
+def run_fit(folder: str, name: str, method: str, C: float, queue) -> None:
+    """In a fresh process: load the saved data, warm up, time one fit at ``C``, score it."""
+    try:
+        X, y, X_test, y_test = compare.restore(Path(folder))
+        gamma = compare.SETS[name][1]
+        if method == "coresvm":
+            from coresvm import CoreSVC
+
+            def make():
+                return CoreSVC(C=C, gamma=gamma, random_state=compare.SEED)
+        else:
+            def make():
+                return compare._svc(method, C, gamma)
+        compare._warm_up(make, X, y)
+        model = make()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            model.fit(X, y)
+            seconds = time.perf_counter() - start
+        status = ""
+        if method == "coresvm":
+            info = model.solver_info_ if isinstance(model.solver_info_, list) else [model.solver_info_]
+            status = "/".join(sorted({record["status"] for record in info}))
+        queue.put({"fit_s": seconds, "accuracy": float(np.mean(model.predict(X_test) == y_test)),
+                   "n_sv": compare._n_sv(model), "peak_rss_mb": compare.peak_rss_mb(), "note": status})
+    except ImportError as error:
+        queue.put({"note": f"not installed ({error.name})"})
+    except Exception as error:  # noqa: BLE001 - a failed fit is a row, not a failed benchmark
+        traceback.print_exc()
+        queue.put({"note": f"failed: {error!r}"[:120]})
+
+
+def fit_in_process(folder: Path, name: str, method: str, C: float) -> dict:
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=run_fit, args=(str(folder), name, method, C, queue))
+    process.start()
+    started = time.perf_counter()
+    while True:  # a child that dies or overruns is a row, not a hung benchmark
+        try:
+            result = queue.get(timeout=5)
+            break
+        except Empty:
+            if not process.is_alive():
+                result = {"note": f"died (exit code {process.exitcode})"}
+                break
+            if time.perf_counter() - started > FIT_LIMIT_S:
+                process.terminate()
+                result = {"note": f"stopped: not done in {FIT_LIMIT_S:.0f} s"}
+                break
+    process.join()
+    return result
+
+
+def peer_method() -> str:
+    try:
+        import sklearnex  # noqa: F401
+    except ImportError:
+        return "sklearn"
+    return "sklearnex"
+
+
+def table(name: str, rows: list[tuple[str, float, dict]]) -> list[str]:
+    svc_C, gamma = compare.SETS[name][:2]
+    lines = [f"### {name} (SVC C={svc_C:g}, gamma={gamma:g})", "",
+             "| method | C | C / SVC's C | fit s | x the fit at SVC's C | test acc % | #SV | peak RSS MB | note |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    first = {}
+    for method, C, result in rows:
+        seconds = result.get("fit_s", float("nan"))
+        first.setdefault(method, seconds)
+        ratio = seconds / first[method] if first[method] > 0 else float("nan")
+        lines.append(f"| {method} | {C:g} | {C / svc_C:g} | {seconds:.2f} | {ratio:.2f} | "
+                     f"{100 * result.get('accuracy', float('nan')):.2f} | {result.get('n_sv', 0)} | "
+                     f"{result.get('peak_rss_mb', float('nan')):.0f} | {result.get('note', '')} |")
+    return lines + [""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default=",".join(compare.SETS), help="comma-separated data sets")
+    parser.add_argument("--peer", action="store_true", help="also fit sklearnex SVC at the smallest and largest C")
+    parser.add_argument("--out", default=str(compare.RESULTS / "c_range.md"))
+    args = parser.parse_args(argv)
+    names = [name.strip() for name in args.sets.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(compare.SETS))
+    if unknown:
+        parser.error(f"unknown data sets: {', '.join(unknown)} (known: {', '.join(compare.SETS)})")
+    lines = ["# CoreSVC's fit time over the C range (SVC's C x 1 .. x 1024)", "",
+             f"- command: `python benchmarks/c_range.py {shlex.join(argv)}`".rstrip(),
+             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+             f"- revision: {compare.revision()}",
+             f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+             f"- libraries: {compare.versions()}", "",
+             "Each fit ran in a fresh process after a warm-up fit of the same kind; fit s is the wall time of "
+             "`fit` alone.  CoreSVC: defaults, the data set's gamma and the C given.  'x the fit at SVC's C' "
+             "divides by the same method's fit at the smallest C.", ""]
+    for name in names:
+        svc_C = compare.SETS[name][0]
+        with tempfile.TemporaryDirectory() as folder:
+            compare.save(compare.load(name, False), Path(folder))
+            rows = []
+            for k in range(STEPS):
+                C = svc_C * 4.0**k
+                rows.append(("CoreSVC", C, fit_in_process(Path(folder), name, "coresvm", C)))
+                print(name, *rows[-1][:2], rows[-1][2], flush=True)
+            if args.peer and name != "checkerboard":  # SVC on the 1M checkerboard: hours
+                peer = peer_method()
+                for C in (svc_C, svc_C * 4.0 ** (STEPS - 1)):
+                    rows.append((f"{peer} SVC", C, fit_in_process(Path(folder), name, peer, C)))
+                    print(name, *rows[-1][:2], rows[-1][2], flush=True)
+        lines += table(name, rows)
+    Path(args.out).write_text("\n".join(lines))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
