@@ -107,12 +107,14 @@ def table(name: str, rows: list[tuple[str, float, dict]]) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|"]
     first = {}
     for method, C, result in rows:
-        seconds = result.get("fit_s", float("nan"))
+        note = result.get("note", "")
+        if "fit_s" not in result:  # stopped, died or failed: the note says which
+            lines.append(f"| {method} | {C:g} | {C / svc_C:g} | - | - | - | - | - | {note} |")
+            continue
+        seconds = result["fit_s"]
         first.setdefault(method, seconds)
-        ratio = seconds / first[method] if first[method] > 0 else float("nan")
-        lines.append(f"| {method} | {C:g} | {C / svc_C:g} | {seconds:.2f} | {ratio:.2f} | "
-                     f"{100 * result.get('accuracy', float('nan')):.2f} | {result.get('n_sv', 0)} | "
-                     f"{result.get('peak_rss_mb', float('nan')):.0f} | {result.get('note', '')} |")
+        lines.append(f"| {method} | {C:g} | {C / svc_C:g} | {seconds:.2f} | {seconds / first[method]:.2f} | "
+                     f"{100 * result['accuracy']:.2f} | {result['n_sv']} | {result['peak_rss_mb']:.0f} | {note} |")
     return lines + [""]
 
 
