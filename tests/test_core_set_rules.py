@@ -365,3 +365,31 @@ def test_ball_gram_is_capped_at_the_problem_and_names_a_refusal(monkeypatch):
     monkeypatch.setattr(core_set_module, "lazy_zeros", lambda shape, dtype: (_ for _ in ()).throw(MemoryError()))
     with pytest.raises(MemoryError, match="could not be reserved: the system refused it"):
         ball_gram(2**30, 1e-2, 100_000)
+
+
+def test_growth_drops_zero_weight_points_once_they_outnumber_a_quarter_of_the_active_ones():
+    """The core set is compacted when, with the new points, it would hold more than 1.25 x its active points plus
+    the new ones (+256): not 2.25 x, as a slack of the round's allowance (growth x |active|) let it."""
+    from coresvm.solvers.core_set import CoreSetState, _grow, append_points
+
+    X, y = noisy_xor(4000, 5)
+    problem = SimplexProblem(X, y, np.full(4000, 10.0), KernelSpec("rbf", gamma=1.0), bias=True, lam=0.0)
+
+    def core_with(n_active: int, n_idle: int):
+        core = CoreSetState.growable(2**28, 1e-2, max_points=4000)
+        weights = np.r_[np.full(n_active, 1.0 / n_active), np.zeros(n_idle)]
+        append_points(problem, core, np.arange(n_active + n_idle), weights)
+        in_core = np.zeros(4000, dtype=bool)
+        in_core[: n_active + n_idle] = True
+        return core, in_core
+
+    core, in_core = core_with(1000, 1000)
+    assert _grow(problem, core, in_core, np.arange(3000, 3010)) == 10
+    assert core.size == 1010 and in_core.sum() == 1010 and not in_core[1000:2000].any()
+    assert np.array_equal(core.points[:1010], np.r_[np.arange(1000), np.arange(3000, 3010)])
+    G = core.gram[:1010, :1010].astype(np.float64) @ core.alpha[:1010]
+    np.testing.assert_allclose(core.G[:1000], G[:1000], rtol=1e-6)  # the kept points' rows and gradient moved along
+
+    core, in_core = core_with(1000, 200)  # few idle points: kept
+    assert _grow(problem, core, in_core, np.arange(3000, 3010)) == 10
+    assert core.size == 1210 and in_core.sum() == 1210
