@@ -927,14 +927,14 @@ def exact_gradient(problem, support, alpha) -> np.ndarray:
 def _grow(problem, core: CoreSetState, in_core, new_points) -> int:
     """Add violators (worst first) to the core set; returns how many fitted.
 
-    Zero-weight points are dropped first when, with the new points, the core set would hold more than 1.25 times
-    its active points plus the new ones (and 256), or when the byte budget would otherwise be exceeded.  Every
-    pairwise step passes over the whole core set and its Gram matrix takes ``n^2`` entries: a slack of the round's
-    allowance, ``growth x |active|``, let the core set reach 2.25 times its active points (the 1M checkerboard at
-    C=10: 55,000 points for 33,700 active, 12 GB).
+    Zero-weight points are dropped first when the core set holds more than 1.25 times its active points (and 256),
+    or when the new points would exceed the byte budget.  Every pairwise step passes over the whole core set and
+    its Gram matrix takes ``n^2`` entries: a slack of the round's allowance, ``growth x |active|``, let the core set
+    reach 2.25 times its active points (the 1M checkerboard at C=10: 55,000 points for 33,700 active, 12 GB).
     """
     n_active = int(np.sum(core.alpha[: core.size] > 0))
-    if core.size + len(new_points) > min(core.max_capacity, 1.25 * max(1, n_active) + len(new_points) + 256):
+    idle_abound = core.size > 1.25 * max(1, n_active) + 256
+    if idle_abound or core.size + len(new_points) > core.max_capacity:
         in_core[core.points[: core.size][core.alpha[: core.size] <= 0]] = False
         core.compact()
     core.reserve(len(new_points))
