@@ -49,8 +49,8 @@ def run_fit(folder: str, name: str, method: str, C: float, queue) -> None:
                 return CoreSVC(C=C, gamma=gamma, random_state=compare.SEED)
         else:
             def make():
-                return compare._svc(method, C, gamma)
-        compare._warm_up(make, X, y)
+                return compare.make_svc(method, C, gamma)
+        compare.warm_up(make, X, y)
         model = make()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -62,7 +62,7 @@ def run_fit(folder: str, name: str, method: str, C: float, queue) -> None:
             info = model.solver_info_ if isinstance(model.solver_info_, list) else [model.solver_info_]
             status = "/".join(sorted({record["status"] for record in info}))
         queue.put({"fit_s": seconds, "accuracy": float(np.mean(model.predict(X_test) == y_test)),
-                   "n_sv": compare._n_sv(model), "peak_rss_mb": compare.peak_rss_mb(), "note": status})
+                   "n_sv": compare.n_support_vectors(model), "peak_rss_mb": compare.peak_rss_mb(), "note": status})
     except ImportError as error:
         queue.put({"note": f"not installed ({error.name})"})
     except Exception as error:  # noqa: BLE001 - a failed fit is a row, not a failed benchmark

@@ -193,7 +193,7 @@ def _subsample(X, y, fraction: float, seed: int):
     return X[rows], y[rows]
 
 
-def _svc(kind: str, C: float, gamma: float):
+def make_svc(kind: str, C: float, gamma: float):
     if kind == "sklearnex":
         from sklearnex.svm import SVC as FastSVC
 
@@ -212,13 +212,13 @@ def _nystroem(C: float, gamma: float):
                          LinearSVC(C=C, max_iter=5000))
 
 
-def _n_sv(model) -> int:
+def n_support_vectors(model) -> int:
     if hasattr(model, "support_"):
         return int(len(model.support_))
     return 0
 
 
-def _warm_up(make, X, y) -> None:
+def warm_up(make, X, y) -> None:
     """One fit of the same kind on a few rows, so compiled code is loaded before the timed fit."""
     rows = min(X.shape[0], 6_000)
     X_small, y_small = _subsample(X, y, rows / X.shape[0], SEED + 7)
@@ -277,7 +277,7 @@ def run_method(folder: str, name: str, method: str, fraction: float, queue) -> N
 
             # Compiled code loaded first: else the first selection fit pays Numba's compilation (USPS, the first
             # multiclass set with a fresh cache, showed 47 s of selection for about 2.5 s of fits).
-            _warm_up(lambda: CoreSVC(C=svc_C, gamma=gamma, random_state=SEED), X, y)
+            warm_up(lambda: CoreSVC(C=svc_C, gamma=gamma, random_state=SEED), X, y)
             C, row.select_s, scores = select_core_C(X, y, svc_C, gamma)
             row.extra = {"C": C, "selection": scores}
             def make():
@@ -292,10 +292,10 @@ def run_method(folder: str, name: str, method: str, fraction: float, queue) -> N
         else:
             kind = "sklearnex" if method == "sklearnex" else "sklearn"
             def make():
-                return _svc(kind, svc_C, gamma)
+                return make_svc(kind, svc_C, gamma)
             if fraction < 1.0:
                 X, y = _subsample(X, y, fraction, SEED + 11)
-        _warm_up(make, X, y)
+        warm_up(make, X, y)
         model = make()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -303,7 +303,7 @@ def run_method(folder: str, name: str, method: str, fraction: float, queue) -> N
             model.fit(X, y)
             row.fit_s = time.perf_counter() - start
         row.accuracy = float(np.mean(model.predict(X_test) == y_test))
-        row.n_sv = _n_sv(model)
+        row.n_sv = n_support_vectors(model)
         row.peak_rss_mb = peak_rss_mb()
         notes = sorted({str(w.message).split(".")[0][:90] for w in caught if "onvergence" in type(w.message).__name__})
         if method == "coresvm":
