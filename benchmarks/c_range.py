@@ -16,7 +16,6 @@ library versions.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import platform
 import shlex
@@ -26,7 +25,6 @@ import time
 import traceback
 import warnings
 from pathlib import Path
-from queue import Empty
 
 import numpy as np
 
@@ -71,25 +69,7 @@ def run_fit(folder: str, name: str, method: str, C: float, queue) -> None:
 
 
 def fit_in_process(folder: Path, name: str, method: str, C: float) -> dict:
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=run_fit, args=(str(folder), name, method, C, queue))
-    process.start()
-    started = time.perf_counter()
-    while True:  # a child that dies or overruns is a row, not a hung benchmark
-        try:
-            result = queue.get(timeout=5)
-            break
-        except Empty:
-            if not process.is_alive():
-                result = {"note": f"died (exit code {process.exitcode})"}
-                break
-            if time.perf_counter() - started > FIT_LIMIT_S:
-                process.terminate()
-                result = {"note": f"stopped: not done in {FIT_LIMIT_S:.0f} s"}
-                break
-    process.join()
-    return result
+    return compare.call_in_fresh_process(run_fit, (str(folder), name, method, C), FIT_LIMIT_S)
 
 
 def peer_method() -> str:

@@ -321,10 +321,12 @@ def run_method(folder: str, name: str, method: str, fraction: float, queue) -> N
         queue.put(asdict(Row(method=method, fraction=fraction, note=f"failed: {error!r}"[:120])))
 
 
-def run_in_process(folder: Path, name: str, method: str, fraction: float = 1.0) -> Row:
+def call_in_fresh_process(target, args: tuple, limit_s: float, stop_note: str = "") -> dict:
+    """``target(*args, queue)`` in a spawned process; returns the dict it puts on ``queue``, or ``{"note": ...}``
+    when the process dies or is still running after ``limit_s`` seconds (``stop_note`` ends that note)."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=run_method, args=(str(folder), name, method, fraction, queue))
+    process = context.Process(target=target, args=(*args, queue))
     process.start()
     started = time.perf_counter()
     while True:  # a child that dies (out of memory, killed) is a failed row, not a hung benchmark
@@ -333,15 +335,20 @@ def run_in_process(folder: Path, name: str, method: str, fraction: float = 1.0) 
             break
         except Empty:
             if not process.is_alive():
-                result = asdict(Row(method=method, fraction=fraction, note=f"died (exit code {process.exitcode})"))
+                result = {"note": f"died (exit code {process.exitcode})"}
                 break
-            if time.perf_counter() - started > METHOD_LIMIT_S:
+            if time.perf_counter() - started > limit_s:
                 process.terminate()
-                result = asdict(Row(method=method, fraction=fraction,
-                                    note=f"stopped: not done in {METHOD_LIMIT_S:.0f} s (selection, warm-up, fit)"))
+                result = {"note": f"stopped: not done in {limit_s:.0f} s{stop_note}"}
                 break
     process.join()
-    return Row(**result)
+    return result
+
+
+def run_in_process(folder: Path, name: str, method: str, fraction: float = 1.0) -> Row:
+    result = call_in_fresh_process(run_method, (str(folder), name, method, fraction), METHOD_LIMIT_S,
+                                   " (selection, warm-up, fit)")
+    return Row(**{"method": method, "fraction": fraction, **result})
 
 
 def methods_for(name: str, quick: bool) -> list[tuple[str, float]]:
