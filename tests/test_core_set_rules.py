@@ -368,8 +368,8 @@ def test_ball_gram_is_capped_at_the_problem_and_names_a_refusal(monkeypatch):
 
 
 def test_growth_drops_zero_weight_points_once_they_outnumber_a_quarter_of_the_active_ones():
-    """The core set is compacted when, with the new points, it would hold more than 1.25 x its active points plus
-    the new ones (+256): not 2.25 x, as a slack of the round's allowance (growth x |active|) let it."""
+    """The core set is compacted when it holds more than 1.25 x its active points (+256): not 2.25 x, as a slack of
+    the round's allowance (growth x |active|) let it."""
     from coresvm.solvers.core_set import CoreSetState, _grow, append_points
 
     X, y = noisy_xor(4000, 5)
