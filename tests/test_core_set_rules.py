@@ -393,3 +393,21 @@ def test_growth_drops_zero_weight_points_once_they_outnumber_a_quarter_of_the_ac
     core, in_core = core_with(1000, 200)  # few idle points: kept
     assert _grow(problem, core, in_core, np.arange(3000, 3010)) == 10
     assert core.size == 1210 and in_core.sum() == 1210
+
+
+def test_solver_info_says_where_a_core_set_fit_spent_its_time(monkeypatch):
+    """The core-set loop's record: rounds, seconds per phase (within the fit's time), and Newton steps tried and
+    kept -- none when they never pay."""
+    from coresvm import CoreSVC
+    from coresvm.datasets import make_checkerboard
+    from coresvm.solvers import active_face
+
+    X, y = make_checkerboard(20000, random_state=0)  # large enough for the core-set loop (small ones: dense.py)
+    record = CoreSVC(C=1e4, gamma=2.0, random_state=0).fit(X, y).solver_info_[0]
+    phases = [record[f"seconds_{name}"] for name in ("inner_solve", "scoring", "growth")]
+    assert all(seconds > 0.0 for seconds in phases) and sum(phases) <= record["time"]
+    assert record["rounds"] >= 2
+    assert 0 < record["newton_kept"] <= record["newton_steps"]  # C = 10^4: the pairwise rate is slow
+    monkeypatch.setattr(active_face, "newton_pays", lambda *args, **kwargs: False)
+    record = CoreSVC(C=1e4, gamma=2.0, random_state=0).fit(X, y).solver_info_[0]
+    assert record["newton_steps"] == record["newton_kept"] == 0

@@ -375,7 +375,12 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         Whether the last fit started from the previous solution.
     solver_info_ : list of dict
         Per binary problem: iterations, final gap and relative gap, status,
-        time, active-set size, cache hits and misses.  ``relative_gap`` is
+        time, active-set size, cache hits and misses.  The core-set solvers
+        ('coreset', 'cvm') add where the time went: ``rounds``,
+        ``seconds_inner_solve``, ``seconds_scoring`` (candidates),
+        ``seconds_growth`` (new Gram rows, compaction), and the Newton steps
+        on the active face tried and kept (``newton_steps``,
+        ``newton_kept``).  ``relative_gap`` is
         ``1 - min_i (Q a)_i / a'Qa`` for every solver (with random search,
         that of the points it last scored).  The gsvm family ('bvm',
         'sphere', 'mnsvm') stops on its own rule instead, over random draws;

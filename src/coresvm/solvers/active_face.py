@@ -283,8 +283,12 @@ class NewtonRecord:
     """
 
     penalty: float = 1.0
+    tried: int = 0
+    kept: int = 0
 
     def note(self, kept: bool) -> None:
+        self.tried += 1
+        self.kept += int(kept)
         self.penalty = max(1.0, self.penalty / REJECTION_PENALTY) if kept else self.penalty * REJECTION_PENALTY
 
 

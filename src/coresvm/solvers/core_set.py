@@ -740,8 +740,9 @@ def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
-    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds, refused_at):
-    ``refused_at`` is the core-set size at which the system refused more memory for its Gram (0: never).
+    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds, refused_at, phases):
+    ``refused_at`` is the core-set size at which the system refused more memory for its Gram (0: never);
+    ``phases`` (:func:`phase_record`) says where the time went.
 
     Growth: each round adds the worst violators of its candidate sample, at most
     ``max(max_add, growth * |active|)`` (``growth = 0``: CVM's fixed batch; ``growth = 1`` doubles the core set
@@ -781,6 +782,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     finishing = core_set_full = False
     settled = None  # (support, alpha) after the last inner solve that time did not cut: the anytime model
     newton_record = NewtonRecord()  # rejected Newton steps make later solves try less eagerly
+    seconds = {"inner_solve": 0.0, "scoring": 0.0, "growth": 0.0}
     while True:
         # Inexact inner solves: while the sample still finds violators, solve the
         # core set only to a fraction of the outer gap (and a step budget per added
@@ -791,9 +793,11 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             budget = min(budget, max(1000, options.inner_steps_per_point * n_new))
             inner_tol = max(inner_tol, options.inner_gap_ratio * outer_rel_gap)
         n = core.size
-        time_left = max(options.max_time - (fit_clock() - start), 0.0)
+        phase_start = fit_clock()
+        time_left = max(options.max_time - (phase_start - start), 0.0)
         steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left,
                                        newton_record)
+        seconds["inner_solve"] += fit_clock() - phase_start
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]
@@ -820,8 +824,9 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             candidates, sweep_pos = next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
             drawn = candidates
             candidates = candidates[~in_core[candidates]]
-        cand_diag = problem.diag_of(candidates)
-        cand_scores = vertex_score(_score_candidates(problem, candidates, core), lam, cand_diag)
+        phase_start = fit_clock()
+        cand_scores = vertex_score(_score_candidates(problem, candidates, core), lam, problem.diag_of(candidates))
+        seconds["scoring"] += fit_clock() - phase_start
         core_best = float(np.min(vertex_score(G, lam, diag)))
         sample_best = float(cand_scores.min()) if len(candidates) else np.inf
         gap = 2.0 * (mean_score - min(core_best, sample_best))
@@ -878,7 +883,9 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         if len(violating):
             n_add = max(options.max_add, int(options.growth * np.sum(alpha > 0)))
             worst = violating[np.argsort(cand_scores[violating])[:n_add]]
+            phase_start = fit_clock()
             n_new = _grow(problem, core, in_core, candidates[worst])
+            seconds["growth"] += fit_clock() - phase_start
             if n_new == 0:
                 # No room left in the budget: one last strict solve of the core set, then stop.
                 core_set_full, finishing = True, True
@@ -893,7 +900,16 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # it differs from a float64 kernel recomputation only by the float32 entries' rounding: 4e-5 to 4e-4
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
-    return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at
+    phases = phase_record(rounds, seconds, newton_record)
+    return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at, phases
+
+
+def phase_record(rounds: int, seconds: dict, newton: NewtonRecord) -> dict:
+    """Where a core-set fit's time went, for its ``solver_info_``: the rounds; the seconds of the inner solves
+    (pairwise and Newton steps), of scoring candidates, and of growing the core set (new Gram rows, compaction);
+    and the Newton steps tried and kept (:mod:`~coresvm.solvers.active_face`)."""
+    return {"rounds": int(rounds), **{f"seconds_{name}": float(value) for name, value in seconds.items()},
+            "newton_steps": newton.tried, "newton_kept": newton.kept}
 
 
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
