@@ -155,3 +155,33 @@ def test_rejected_newton_steps_make_later_ones_dearer():
     stalled = (6000, 3000, 6000, 0.2, 0.21, 1e-2)
     assert active_face.newton_pays(*stalled)
     assert not active_face.newton_pays(*stalled, penalty=active_face.REJECTION_PENALTY)
+
+
+def test_faces_are_factorized_up_to_a_larger_size_once_the_conjugate_gradients_are_slow(monkeypatch):
+    """Conjugate gradients solve faces above CHOLESKY_MAX_FACE points while they reach their residual within
+    CG_EXPECTED_ITERATIONS products and their Newton steps are kept; a slow solve (an ill-conditioned face) or a
+    rejected step sends faces up to CHOLESKY_MAX_FACE_SLOW_CG back to the exact factorization, and a fast, kept
+    one ends that."""
+    limit, slow_limit = active_face.CHOLESKY_MAX_FACE, active_face.CHOLESKY_MAX_FACE_SLOW_CG
+    record = active_face.NewtonRecord()
+    assert active_face.factorizes(limit, record) and not active_face.factorizes(limit + 1, record)
+    X, y = make_checkerboard(900, random_state=1)
+    face = np.sort(np.random.RandomState(0).choice(900, 600, replace=False))
+    for inv_c, landmarks, converges in ((1.0, 200, True), (1e-7, 2, False), (1.0, 200, True)):
+        monkeypatch.setattr(active_face, "NYSTROM_POINTS", landmarks)
+        inv_cs = np.full(900, inv_c)
+        problem = SimplexProblem(X, y, 1.0 / inv_cs, KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
+        face_system_by_cg(problem.dense_Q(), face, inv_cs, 900, np.full(600, 1.0 / 600), record)
+        assert record.cg_converged is converges
+        record.note(True, by_cg=True)
+        assert active_face.factorizes(slow_limit, record) is not converges
+        assert not active_face.factorizes(slow_limit + 1, record)
+    penalty = record.penalty
+    record.note(False, by_cg=True, n_face=slow_limit)  # converged, but the step from the solution was rejected
+    assert active_face.factorizes(slow_limit, record) and record.penalty == penalty  # factorizations take over
+    record.note(False, n_face=slow_limit)  # a factorized face's rejection: the next Newton step looks dearer
+    assert active_face.factorizes(slow_limit, record) and record.penalty == penalty * active_face.REJECTION_PENALTY
+    record.note(False, by_cg=True, n_face=slow_limit + 1)  # a face only conjugate gradients solve
+    assert record.penalty == penalty * active_face.REJECTION_PENALTY**2
+    record.note(True, by_cg=True, n_face=slow_limit + 1)
+    assert not active_face.factorizes(limit + 1, record)

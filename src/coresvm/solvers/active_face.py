@@ -11,7 +11,8 @@ from it.  This is the active-set method for convex QPs (Nocedal and Wright 2006,
 constraints changed per solve; the duality gap is :func:`~coresvm.solvers.core_set.l2svm_duality_gap`.
 Faces of up to :data:`CHOLESKY_MAX_FACE` points are factorized; larger ones (the checkerboard's 9,600 support
 vectors, ijcnn1's 5,200) are solved by Nystrom-preconditioned conjugate gradients (:func:`face_system_by_cg`),
-in time proportional to ``|S| x core-set size`` per step.
+in time proportional to ``|S| x core-set size`` per step, unless the fit's conjugate gradients have been slow
+(:func:`factorizes`).
 
 :func:`solve_with_newton` decides when a Newton step pays: after a chunk of pairwise steps it
 extrapolates their observed linear rate to ``tol`` and compares that cost with the solve's.
@@ -29,8 +30,16 @@ from ..kernels import run_row_blocks, single_threaded_blas
 from .clock import fit_clock
 
 # Faces up to this size are factorized (Cholesky, exact); larger ones are solved by conjugate gradients
-# (face_system_by_cg), which read the Gram's rows in place and need no copy of the face's matrix.
-CHOLESKY_MAX_FACE = 2048
+# (face_system_by_cg), which read the Gram's rows in place and need no copy of the face's matrix.  A factorization
+# costs |S|^3 / 3 flops, the conjugate gradients 10-40 products of |S| x core-set size: on the checkerboard at
+# C = 10,240, faces of 1,450 and 1,800 points took 0.14 and 0.21 s factorized (with the re-solve after drops) and
+# 0.045 and 0.050 s by conjugate gradients.  Below ~500 points the preconditioner's landmarks are the whole face.
+CHOLESKY_MAX_FACE = 512
+# ... and up to this size after a Newton step on a face solved by conjugate gradients was rejected, or they needed
+# more than CG_EXPECTED_ITERATIONS products (ill-conditioned faces: ijcnn1 at C = 65,536 took 40-99 products on
+# faces of 570-2,700 points; at C = 16,384 a 1,608-point face took 35 and its minimum, with the negative weights
+# clipped instead of dropped and re-solved, was rejected; either made the fit up to twice as slow).
+CHOLESKY_MAX_FACE_SLOW_CG = 2048
 # Conjugate gradients: a Nystrom preconditioner on this many of the face's points (Williams and Seeger 2001;
 # preconditioning kernel systems with it is the idea of Falkon, Rudi et al. 2017), at most this many iterations,
 # and their cost per Gram entry read (two threads) to compare with the pairwise steps' PAIRWISE_NS_PER_ENTRY.
@@ -119,10 +128,13 @@ def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray) -> np.ndarray |
     return None
 
 
-def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None) -> tuple[np.ndarray, np.ndarray, bool] | None:
+def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None,
+                 record: NewtonRecord | None = None) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """The minimizer of ``a'Qa`` on the simplex face of the positive weights in ``alpha[:n_w]``.
 
-    Faces of up to :data:`CHOLESKY_MAX_FACE` points are factorized, and points whose weight comes out negative
+    Faces that :func:`factorizes` picks (up to :data:`CHOLESKY_MAX_FACE` points, or
+    :data:`CHOLESKY_MAX_FACE_SLOW_CG` when ``record`` says the fit's conjugate gradients have been slow) are
+    factorized, and points whose weight comes out negative
     leave the face and it is solved again, up to :data:`NEWTON_MAX_DROPS` times (once for faces above
     :data:`FEW_DROPS_FACE`).  Larger faces are solved by :func:`face_system_by_cg` (which needs ``inv_c``, the
     1/C part of Q's diagonal, and ``G = Qa``, its start), once: a drop would cost another solve, and the
@@ -134,10 +146,11 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None) -> tuple[np.ndarray,
     face = np.flatnonzero(alpha[:n_w] > 0)
     if len(face) < 2:
         return None
-    if len(face) > CHOLESKY_MAX_FACE:
+    if not factorizes(len(face), record):
         if inv_c is None or G is None:
             return None
-        x = face_system_by_cg(gram, face, inv_c, n_w, alpha[face] / max(float(alpha[:n_w] @ G[:n_w]), 1e-300))
+        x = face_system_by_cg(gram, face, inv_c, n_w, alpha[face] / max(float(alpha[:n_w] @ G[:n_w]), 1e-300),
+                              record)
         if x is None or not x.sum() > 0.0:
             return None
         positive = x > 0.0
@@ -182,7 +195,8 @@ def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray) -> np.nda
     return out
 
 
-def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start: np.ndarray) -> np.ndarray | None:
+def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start: np.ndarray,
+                      record: NewtonRecord | None = None) -> np.ndarray | None:
     """``Q_SS^{-1} 1`` by preconditioned conjugate gradients, from ``start``; None without a positive 1/C part.
 
     ``Q_SS = K_SS + diag(1/C)``.  The preconditioner is ``diag(1/C) + K_SL K_LL^{-1} K_LS``, the Nystrom
@@ -192,6 +206,8 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     points at C=640 took 25 steps to a relative residual of 1e-4, where the pairwise steps took 206,000.
     The products read the face's rows of the Gram in place.  Stops at the relative residual
     :data:`FACE_RESIDUAL` or after :data:`CG_MAX_ITERATIONS` steps: the result is a start for pairwise steps.
+    ``record`` (a fit's :class:`NewtonRecord`) notes whether the residual was reached within
+    :data:`CG_EXPECTED_ITERATIONS` steps.
     """
     k = len(face)
     diagonal = inv_c[face].astype(np.float64)
@@ -227,8 +243,9 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     z = precondition(residual)
     direction = z.copy()
     rz = float(residual @ z)
-    for _ in range(CG_MAX_ITERATIONS):
-        if np.linalg.norm(residual) <= target or not rz > 0.0:
+    iterations = 0
+    for iterations in range(CG_MAX_ITERATIONS + 1):
+        if np.linalg.norm(residual) <= target or not rz > 0.0 or iterations == CG_MAX_ITERATIONS:
             break
         product = face_product(direction)
         curvature = float(direction @ product)
@@ -241,16 +258,19 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
         rz_next = float(residual @ z)
         direction = z + (rz_next / rz) * direction
         rz = rz_next
+    if record is not None:
+        record.cg_converged = bool(iterations <= CG_EXPECTED_ITERATIONS and np.linalg.norm(residual) <= target)
     return x
 
 
-def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=None) -> tuple[bool, int, float]:
+def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=None,
+                record: NewtonRecord | None = None) -> tuple[bool, int, float]:
     """Move ``alpha[:n_w]`` and ``G[:n_w]`` to the face minimum, followed by ``polish() -> steps`` pairwise steps
     (which bring back the points outside the face that violate), and keep the result when its duality gap
     ``gap_of(alpha, G)`` is below ``gap_now``, the iterate's; else restore the iterate.  Returns (kept, polish
     steps, the gap of the iterate kept).  The face may be too small (a support point dropped with the others, or
     not yet in it): then its minimum alone has a larger gap than the iterate, yet it is the better start."""
-    found = face_minimum(gram, alpha, n_w, inv_c, G)
+    found = face_minimum(gram, alpha, n_w, inv_c, G, record)
     if found is None:
         return False, 0, gap_now
     face, weights, _ = found
@@ -285,19 +305,37 @@ class NewtonRecord:
     penalty: float = 1.0
     tried: int = 0
     kept: int = 0
+    cg_converged: bool = True  # the last conjugate gradients reached their residual in CG_EXPECTED_ITERATIONS
+    cg_serves: bool = True  # ... and the Newton step from their solution was kept
 
-    def note(self, kept: bool) -> None:
+    def note(self, kept: bool, by_cg: bool = False, n_face: int = 0) -> None:
+        """Note a Newton step, ``kept`` or rejected; ``by_cg``: its face of ``n_face`` points was solved by conjugate
+        gradients.  A rejection makes the next step look dearer, unless a face of that size is factorized from now
+        on (:func:`factorizes`): then the conjugate gradients, not the Newton step, failed."""
         self.tried += 1
         self.kept += int(kept)
+        if by_cg:
+            self.cg_serves = kept and self.cg_converged
+        if by_cg and not kept and factorizes(n_face, self):
+            return
         self.penalty = max(1.0, self.penalty / REJECTION_PENALTY) if kept else self.penalty * REJECTION_PENALTY
 
 
+def factorizes(n_face: int, record: NewtonRecord | None = None) -> bool:
+    """Whether a face of ``n_face`` points is factorized rather than solved by conjugate gradients: up to
+    :data:`CHOLESKY_MAX_FACE` points, and up to :data:`CHOLESKY_MAX_FACE_SLOW_CG` when the fit's last Newton step
+    by conjugate gradients (``record``) was slow or rejected."""
+    slow_cg = record is not None and not record.cg_serves
+    return n_face <= (CHOLESKY_MAX_FACE_SLOW_CG if slow_cg else CHOLESKY_MAX_FACE)
+
+
 def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after: float, tol: float,
-                penalty: float = 1.0) -> bool:
+                penalty: float = 1.0, factorize: bool | None = None) -> bool:
     """Whether a Newton step is expected to cost less than the pairwise steps still needed: their rate over the
     last ``steps`` steps (from ``gap_before`` to ``gap_after``) extrapolated to ``tol``, against two
-    factorizations of the face (a drop usually follows the first), or for large faces the conjugate gradients'
-    expected products and the new gradient; that cost times ``penalty`` (:class:`NewtonRecord`)."""
+    factorizations of the face (a drop usually follows the first), or for the faces solved by conjugate gradients
+    their expected products and the new gradient; that cost times ``penalty`` (:class:`NewtonRecord`).
+    ``factorize``: how the face is solved (None: :func:`factorizes` by its size alone)."""
     if n_face < 2 or steps <= 0 or gap_after <= tol:
         return False
     if gap_after >= gap_before:
@@ -308,7 +346,7 @@ def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after:
     per_step = np.log(gap_before / gap_after) / steps
     remaining = np.log(gap_after / tol) / per_step
     pairwise_ns = remaining * n_w * PAIRWISE_NS_PER_ENTRY
-    if n_face > CHOLESKY_MAX_FACE:
+    if not (factorizes(n_face) if factorize is None else factorize):
         newton_ns = (CG_EXPECTED_ITERATIONS * n_face + n_w) * n_w * CG_NS_PER_ENTRY
     else:
         newton_ns = 2.0 * (n_face**3 / 3.0 * CHOLESKY_NS_PER_FLOP + 3.0 * n_face * n_face) + n_w * n_face
@@ -333,13 +371,16 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
         if gap <= tol or steps_done >= max_steps or steps < quota:
             return steps_done, gap
         gap_after = gap_of(alpha[:n_w], G[:n_w])
-        if newton_pays(n_w, int(np.sum(alpha[:n_w] > 0)), steps, gap_before, gap_after, tol, record.penalty):
+        n_face = int(np.sum(alpha[:n_w] > 0))
+        factorize = factorizes(n_face, record)
+        if newton_pays(n_w, n_face, steps, gap_before, gap_after, tol, record.penalty, factorize):
             def polish(quota: int = min(chunk, max_steps - steps_done)) -> int:
                 return pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))[0]
 
-            kept, polish_steps, gap_after = newton_step(gram, alpha, G, n_w, gap_of, polish, gap_after, inv_c)
+            kept, polish_steps, gap_after = newton_step(gram, alpha, G, n_w, gap_of, polish, gap_after, inv_c,
+                                                        record)
             steps_done += polish_steps
-            record.note(kept)
+            record.note(kept, by_cg=not factorize, n_face=n_face)
             if not kept:
                 chunk *= 2  # the face did not help yet: try again after more pairwise steps
         gap_before = gap_after
