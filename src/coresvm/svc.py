@@ -375,8 +375,9 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         Whether the last fit started from the previous solution.
     solver_info_ : list of dict
         Per binary problem: iterations, final gap and relative gap, status,
-        time, active-set size, cache hits and misses.  The core-set solvers
-        ('coreset', 'cvm') add where the time went: ``rounds``,
+        time, active-set size, cache hits and misses.  Fits by the core-set
+        loop ('coreset' and 'cvm'; small problems run a dense loop instead)
+        add where the time went: ``rounds``,
         ``seconds_inner_solve``, ``seconds_scoring`` (candidates),
         ``seconds_growth`` (new Gram rows, compaction), and the Newton steps
         on the active face tried and kept (``newton_steps``,
