@@ -246,14 +246,13 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     z = precondition(residual)
     direction = z.copy()
     rz = float(residual @ z)
-    iterations = 0
-    for iterations in range(CG_MAX_ITERATIONS + 1):
-        if np.linalg.norm(residual) <= target or not rz > 0.0 or iterations == CG_MAX_ITERATIONS:
-            break
+    steps = 0
+    while steps < CG_MAX_ITERATIONS and np.linalg.norm(residual) > target and rz > 0.0:
         product = face_product(direction)
         curvature = float(direction @ product)
         if not curvature > 0.0:
             break
+        steps += 1
         step = rz / curvature
         x += step * direction
         residual -= step * product
@@ -262,7 +261,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
         direction = z + (rz_next / rz) * direction
         rz = rz_next
     if record is not None:
-        record.cg_converged = bool(iterations <= CG_EXPECTED_ITERATIONS and np.linalg.norm(residual) <= target)
+        record.cg_converged = bool(steps <= CG_EXPECTED_ITERATIONS and np.linalg.norm(residual) <= target)
     return x
 
 

@@ -740,9 +740,9 @@ def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
-    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds, refused_at, phases):
+    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, refused_at, phases):
     ``refused_at`` is the core-set size at which the system refused more memory for its Gram (0: never);
-    ``phases`` (:func:`phase_record`) says where the time went.
+    ``phases`` (:func:`phase_record`) says where the time went, in how many rounds.
 
     Growth: each round adds the worst violators of its candidate sample, at most
     ``max(max_add, growth * |active|)`` (``growth = 0``: CVM's fixed batch; ``growth = 1`` doubles the core set
@@ -901,7 +901,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
     phases = phase_record(rounds, seconds, newton_record)
-    return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at, phases
+    return support, alpha, total_steps, gap, scale, status, n2, core.refused_at, phases
 
 
 def phase_record(rounds: int, seconds: dict, newton: NewtonRecord) -> dict:
