@@ -500,16 +500,70 @@ def _rbf_exponent_operands(B: np.ndarray, norms_b: np.ndarray, gamma: float) -> 
 
 
 def run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None], n_threads: int | None) -> None:
-    """``one_block(start)`` for every block of ``block_rows`` rows, on ``n_threads`` threads (BLAS on one each)."""
+    """``one_block(start)`` for every block of ``block_rows`` rows, on ``n_threads`` threads (BLAS on one each):
+    the calling thread and ``n_threads - 1`` threads of a pool kept for the process (:func:`kernel_pool`).
+
+    The blocks are handed out in order to whichever thread is free.  In a pool thread (a block that itself runs
+    blocks) they run in that thread: waiting there on the pool could wait for itself.
+    """
     starts = range(0, n_rows, block_rows)
     n_threads = min(n_threads or default_kernel_threads(), len(starts))
     with single_threaded_blas():
-        if n_threads <= 1:
+        if n_threads <= 1 or getattr(_THREAD_SETTINGS, "in_kernel_pool", False):
             for start in starts:
                 one_block(start)
-        else:
-            with ThreadPoolExecutor(n_threads) as pool:
-                list(pool.map(one_block, starts))
+            return
+        pending = iter(starts)
+        lock = threading.Lock()
+
+        def take_blocks() -> None:
+            while True:
+                with lock:
+                    start = next(pending, None)
+                if start is None:
+                    return
+                one_block(start)
+
+        helpers = [kernel_pool(n_threads - 1).submit(take_blocks) for _ in range(n_threads - 1)]
+        try:
+            take_blocks()
+        finally:
+            for helper in helpers:
+                helper.result()
+
+
+_KERNEL_POOL: tuple[ThreadPoolExecutor, int] | None = None  # the pool and its number of threads
+_KERNEL_POOL_LOCK = threading.Lock()
+
+
+def _mark_kernel_pool_thread() -> None:
+    _THREAD_SETTINGS.in_kernel_pool = True
+
+
+def kernel_pool(n_threads: int) -> ThreadPoolExecutor:
+    """The process's pool of at least ``n_threads`` threads for :func:`run_row_blocks`.
+
+    Kept between calls: starting threads for every call cost 0.3 ms each time, and a core-set fit makes
+    hundreds of calls (the 1M checkerboard about 500).  Replaced by a larger pool when more threads are asked
+    for; dropped in a forked child, which has none of its parent's threads.
+    """
+    global _KERNEL_POOL
+    with _KERNEL_POOL_LOCK:
+        if _KERNEL_POOL is None or _KERNEL_POOL[1] < n_threads:
+            if _KERNEL_POOL is not None:
+                _KERNEL_POOL[0].shutdown(wait=False)
+            pool = ThreadPoolExecutor(n_threads, thread_name_prefix="coresvm-kernel",
+                                      initializer=_mark_kernel_pool_thread)
+            _KERNEL_POOL = (pool, n_threads)
+        return _KERNEL_POOL[0]
+
+
+def _forget_kernel_pool() -> None:
+    global _KERNEL_POOL, _KERNEL_POOL_LOCK
+    _KERNEL_POOL, _KERNEL_POOL_LOCK = None, threading.Lock()  # the lock too: a parent's thread may have held it
+
+
+os.register_at_fork(after_in_child=_forget_kernel_pool)
 
 
 _BLAS_CONTROLLER: ThreadpoolController | None = None
