@@ -5,10 +5,17 @@ import pytest
 from scipy.optimize import minimize
 
 from coresvm.datasets import make_checkerboard
-from coresvm.kernels import KernelSpec
+from coresvm.kernels import KernelSpec, limit_kernel_threads
 from coresvm.problem import SimplexProblem
 from coresvm.solvers import active_face
-from coresvm.solvers.active_face import face_minimum, face_system_by_cg, newton_step, solve_with_newton
+from coresvm.solvers.active_face import (
+    face_minimum,
+    face_system_by_cg,
+    landmark_rows,
+    newton_step,
+    scaled_outer_product,
+    solve_with_newton,
+)
 from coresvm.solvers.core_set import NO_LINEAR_TERM, STOP_RELATIVE_GAP, inner_solve, l2svm_duality_gap
 from coresvm.solvers.engine import SECOND_VERTEX_RULES
 
@@ -132,6 +139,23 @@ def test_conjugate_gradients_solve_the_face_system_read_in_place(dtype, monkeypa
     assert residual <= active_face.FACE_RESIDUAL * np.sqrt(600)
     np.testing.assert_allclose(x / x.sum(), exact / exact.sum(), atol=2e-3 * np.abs(exact / exact.sum()).max())
     assert face_system_by_cg(Q, face, np.zeros(900), 900, np.ones(600)) is None  # no 1/C part: hard margin
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_the_preconditioners_parts_equal_their_dense_definitions(n_threads):
+    """The landmarks' rows along the face and ``(K D^-1/2)(K D^-1/2)'`` summed over column blocks on threads,
+    against NumPy on the whole arrays: the same on every run (the blocks' sums are added in a fixed order)."""
+    rng = np.random.RandomState(0)
+    gram = rng.rand(700, 700).astype(np.float32)
+    face = np.sort(rng.choice(700, 500, replace=False))
+    landmarks = face[::7]
+    with limit_kernel_threads(n_threads):
+        rows = landmark_rows(gram, landmarks, face)
+        np.testing.assert_array_equal(rows, gram[np.ix_(landmarks, face)].astype(np.float64))
+        scale = rng.rand(500)
+        product = scaled_outer_product(rows, scale)
+        np.testing.assert_allclose(product, (rows * scale) @ (rows * scale).T, rtol=1e-12)
+        assert all(np.array_equal(product, scaled_outer_product(rows, scale)) for _ in range(5))
 
 
 def test_rejected_newton_steps_make_later_ones_dearer():

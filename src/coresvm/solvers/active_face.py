@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from ..kernels import run_row_blocks, single_threaded_blas
+from ..kernels import default_kernel_threads, run_row_blocks, single_threaded_blas
 from .clock import fit_clock
 
 # Faces up to this size are factorized (Cholesky, exact); larger ones are solved by conjugate gradients
@@ -198,6 +198,46 @@ def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray) -> np.nda
     return out
 
 
+LANDMARK_ROWS = 16  # landmark rows per task of landmark_rows
+
+
+@njit(cache=True, nogil=True)
+def gather_landmark_rows(gram, landmarks, face, start, stop, out):
+    """``out[l] = gram[landmarks[l], face]`` for ``l`` in ``[start, stop)``, in float64."""
+    for l in range(start, stop):
+        row = gram[landmarks[l]]
+        for r in range(len(face)):
+            out[l, r] = row[face[r]]
+
+
+def landmark_rows(gram, landmarks: np.ndarray, face: np.ndarray) -> np.ndarray:
+    """``gram[landmarks][:, face]`` on the kernel threads: each landmark's row read along the face (the Gram is
+    symmetric), where gathering the face's rows at the landmarks' columns misses the cache once per entry."""
+    out = np.empty((len(landmarks), len(face)))
+
+    def block(start: int) -> None:
+        gather_landmark_rows(gram, landmarks, face, start, min(start + LANDMARK_ROWS, len(landmarks)), out)
+
+    run_row_blocks(len(landmarks), LANDMARK_ROWS, block, None)
+    return out
+
+
+def scaled_outer_product(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(rows * scale) @ (rows * scale).T`` summed over column blocks on the kernel threads (a symmetric rank-k
+    update per block; one BLAS thread each)."""
+    scaled = rows * scale
+    n_threads = default_kernel_threads()
+    block_columns = -(-scaled.shape[1] // n_threads)
+    parts = {}
+
+    def block(start: int) -> None:
+        part = scaled[:, start:start + block_columns]
+        parts[start] = part @ part.T
+
+    run_row_blocks(scaled.shape[1], block_columns, block, n_threads)
+    return sum(parts[start] for start in sorted(parts))  # in a fixed order: the same rounding on every run
+
+
 def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start: np.ndarray,
                       record: NewtonRecord | None = None) -> np.ndarray | None:
     """``Q_SS^{-1} 1`` by preconditioned conjugate gradients, from ``start``; None without a positive 1/C part.
@@ -218,12 +258,12 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
         return None
     positions = np.unique(np.linspace(0, k - 1, min(NYSTROM_POINTS, k)).astype(np.int64))
     landmarks = face[positions]
-    columns = gram[np.ix_(face, landmarks)].astype(np.float64)
-    columns[positions, np.arange(len(landmarks))] -= diagonal[positions]  # the kernel part K_SL
+    kernel_rows = landmark_rows(gram, landmarks, face)  # K_LS
+    kernel_rows[np.arange(len(landmarks)), positions] -= diagonal[positions]
     inverse_diagonal = 1.0 / diagonal
+    inner = kernel_rows[:, positions] + scaled_outer_product(kernel_rows, np.sqrt(inverse_diagonal))
+    inner[np.diag_indices_from(inner)] += 1e-10 * np.trace(inner) / len(landmarks)
     with single_threaded_blas():  # as solve_face_system: parallel one-vs-one fits run this in threads
-        inner = columns[positions] + (columns.T * inverse_diagonal) @ columns  # K_LL + K_LS D^-1 K_SL
-        inner[np.diag_indices_from(inner)] += 1e-10 * np.trace(inner) / len(landmarks)
         try:
             factor = cho_factor(inner, lower=True, check_finite=False)
         except LinAlgError:
@@ -232,7 +272,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     def precondition(v: np.ndarray) -> np.ndarray:
         u = inverse_diagonal * v
         with single_threaded_blas():
-            return u - inverse_diagonal * (columns @ cho_solve(factor, columns.T @ u, check_finite=False))
+            return u - inverse_diagonal * (kernel_rows.T @ cho_solve(factor, kernel_rows @ u, check_finite=False))
 
     spread = np.zeros(n_w)
 
