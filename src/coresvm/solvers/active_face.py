@@ -244,9 +244,10 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
 
     ``Q_SS = K_SS + diag(1/C)``.  The preconditioner is ``diag(1/C) + K_SL K_LL^{-1} K_LS``, the Nystrom
     approximation of the kernel part on :data:`NYSTROM_POINTS` landmarks ``L`` spread over the face, applied
-    by the Woodbury identity (``O(|S| |L|)`` per step).  RBF Gram matrices' spectra decay fast, so the
-    preconditioned system is well conditioned even when ``1/C`` is tiny: the checkerboard's face of 9,625
-    points at C=640 took 25 steps to a relative residual of 1e-4, where the pairwise steps took 206,000.
+    by the Woodbury identity (``O(|S| |L|)`` per step; the setup, ``O(|S| |L|^2)``, runs on the kernel
+    threads).  RBF Gram matrices' spectra decay fast, so the preconditioned system is well conditioned even
+    when ``1/C`` is tiny: the checkerboard's face of 9,625 points at C=640 took 25 steps to a relative residual
+    of 1e-4, where the pairwise steps took 206,000.
     The products read the face's rows of the Gram in place.  Stops at the relative residual
     :data:`FACE_RESIDUAL` or after :data:`CG_MAX_ITERATIONS` steps: the result is a start for pairwise steps.
     ``record`` (a fit's :class:`NewtonRecord`) notes whether the residual was reached within
@@ -258,9 +259,10 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
         return None
     positions = np.unique(np.linspace(0, k - 1, min(NYSTROM_POINTS, k)).astype(np.int64))
     landmarks = face[positions]
-    kernel_rows = landmark_rows(gram, landmarks, face)  # K_LS
-    kernel_rows[np.arange(len(landmarks)), positions] -= diagonal[positions]
+    kernel_rows = landmark_rows(gram, landmarks, face)
+    kernel_rows[np.arange(len(landmarks)), positions] -= diagonal[positions]  # K_LS: Q_LS without the 1/C part
     inverse_diagonal = 1.0 / diagonal
+    # K_LL + K_LS D^-1 K_SL
     inner = kernel_rows[:, positions] + scaled_outer_product(kernel_rows, np.sqrt(inverse_diagonal))
     inner[np.diag_indices_from(inner)] += 1e-10 * np.trace(inner) / len(landmarks)
     with single_threaded_blas():  # as solve_face_system: parallel one-vs-one fits run this in threads
