@@ -1,4 +1,5 @@
-"""run_row_blocks: every block once, on threads kept for the process, nested calls in place, errors raised."""
+"""run_row_blocks: every block once, on threads kept for the process, nested and concurrent calls, errors raised
+with no block left running."""
 
 import multiprocessing
 import os
@@ -24,6 +25,24 @@ def block_owners(n_blocks: int, n_threads: int) -> dict[int, str]:
     return owners
 
 
+def finishes_within(seconds: float, function) -> None:
+    """Run ``function`` in a thread and fail (instead of hanging the test run) when it does not return."""
+    errors = []
+
+    def target() -> None:
+        try:
+            function()
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"did not return within {seconds} s"
+    if errors:
+        raise errors[0]
+
+
 @needs_two_cores
 def test_every_block_runs_once_and_the_threads_are_kept_between_calls():
     owners = block_owners(64, 2)
@@ -44,22 +63,50 @@ def test_a_block_that_runs_blocks_runs_them_in_its_own_thread():
 
         run_row_blocks(40, 10, inner, 2)
 
-    run_row_blocks(80, 10, outer, 2)
+    finishes_within(30, lambda: run_row_blocks(80, 10, outer, 2))
     np.testing.assert_array_equal(totals, np.full(8, 0 + 10 + 20 + 30))
 
 
 @needs_two_cores
-def test_an_error_in_a_block_reaches_the_caller_after_the_other_blocks():
+@pytest.mark.parametrize("failing_start", [0, 30])  # the first block (the calling thread's) or a later one
+def test_an_error_stops_the_blocks_and_none_runs_after_the_call_returns(failing_start):
     done = []
 
     def one_block(start: int) -> None:
-        if start == 30:
-            raise ValueError("block 30 failed")
+        time.sleep(0.005)
+        if start == failing_start:
+            raise ValueError(f"block {start} failed")
         done.append(start)
 
-    with pytest.raises(ValueError, match="block 30"):
-        run_row_blocks(200, 10, one_block, 2)
-    assert block_owners(8, 2).keys() == set(range(0, 80, 10))  # the pool still works
+    with pytest.raises(ValueError, match=f"block {failing_start} failed"):
+        run_row_blocks(2000, 10, one_block, 3)
+    finished = len(done)
+    time.sleep(0.05)
+    assert len(done) == finished  # nothing still running
+    assert finished < 20  # the other threads stopped taking blocks (200 in all)
+    assert sorted(block_owners(8, 2)) == list(range(0, 80, 10))  # the pool still works
+
+
+@needs_two_cores
+def test_concurrent_callers_each_get_all_their_blocks():
+    results = {}
+
+    def caller(index: int) -> None:
+        for _ in range(20):
+            seen = block_owners(16, 2)
+            assert sorted(seen) == list(range(0, 160, 10))
+        results[index] = True
+
+    callers = [threading.Thread(target=caller, args=(index,)) for index in range(4)]
+
+    def run_callers() -> None:
+        for thread in callers:
+            thread.start()
+        for thread in callers:
+            thread.join()
+
+    finishes_within(60, run_callers)
+    assert sorted(results) == [0, 1, 2, 3]
 
 
 def _blocks_in_child(queue) -> None:
@@ -74,6 +121,9 @@ def test_a_forked_child_runs_blocks_without_its_parents_threads():
     queue = context.Queue()
     child = context.Process(target=_blocks_in_child, args=(queue,))
     child.start()
-    child.join(60)
-    assert child.exitcode == 0
-    assert queue.get(timeout=5) == list(range(0, 160, 10))
+    try:
+        child.join(60)
+        assert child.exitcode == 0
+        assert queue.get(timeout=5) == list(range(0, 160, 10))
+    finally:
+        child.kill()

@@ -20,7 +20,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -501,10 +501,13 @@ def _rbf_exponent_operands(B: np.ndarray, norms_b: np.ndarray, gamma: float) -> 
 
 def run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None], n_threads: int | None) -> None:
     """``one_block(start)`` for every block of ``block_rows`` rows, on ``n_threads`` threads (BLAS on one each):
-    the calling thread and ``n_threads - 1`` threads of a pool kept for the process (:func:`kernel_pool`).
+    the calling thread and up to ``n_threads - 1`` helpers from a pool kept for the process.
 
-    The blocks are handed out in order to whichever thread is free.  In a pool thread (a block that itself runs
-    blocks) they run in that thread: waiting there on the pool could wait for itself.
+    The blocks are handed out in order to whichever thread is free.  No block runs after the call returns: an
+    error in a block stops the others from taking more, and helpers that have not started when the calling thread
+    runs out of blocks are cancelled (so callers sharing the pool do not wait on each other's work).  In a pool
+    thread (a block that itself runs blocks) they run in that thread: waiting there on the pool could wait for
+    itself.
     """
     starts = range(0, n_rows, block_rows)
     n_threads = min(n_threads or default_kernel_threads(), len(starts))
@@ -512,27 +515,44 @@ def run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None
         if n_threads <= 1 or getattr(_THREAD_SETTINGS, "in_kernel_pool", False):
             for start in starts:
                 one_block(start)
-            return
-        pending = iter(starts)
-        lock = threading.Lock()
+        else:
+            _run_blocks_with_helpers(starts, one_block, n_threads - 1)
 
-        def take_blocks() -> None:
-            while True:
-                with lock:
-                    start = next(pending, None)
-                if start is None:
-                    return
+
+def _run_blocks_with_helpers(starts: range, one_block: Callable[[int], None], n_helpers: int) -> None:
+    pending = iter(starts)
+    lock = threading.Lock()
+    stop = threading.Event()  # an error (or the caller's interruption): no thread takes another block
+
+    def take_blocks() -> None:
+        while not stop.is_set():
+            with lock:
+                start = next(pending, None)
+            if start is None:
+                return
+            try:
                 one_block(start)
+            except BaseException:
+                stop.set()
+                raise
 
-        helpers = [kernel_pool(n_threads - 1).submit(take_blocks) for _ in range(n_threads - 1)]
-        try:
-            take_blocks()
-        finally:
-            for helper in helpers:
-                helper.result()
+    pool = _kernel_pool()
+    helpers: list[Future] = []
+    try:
+        for _ in range(n_helpers):
+            helpers.append(pool.submit(take_blocks))
+        take_blocks()
+    finally:
+        stop.set()
+        for helper in helpers:
+            helper.cancel()
+        wait(helpers)
+    for helper in helpers:
+        if not helper.cancelled() and helper.exception() is not None:
+            raise helper.exception()
 
 
-_KERNEL_POOL: tuple[ThreadPoolExecutor, int] | None = None  # the pool and its number of threads
+_KERNEL_POOL: ThreadPoolExecutor | None = None
 _KERNEL_POOL_LOCK = threading.Lock()
 
 
@@ -540,22 +560,22 @@ def _mark_kernel_pool_thread() -> None:
     _THREAD_SETTINGS.in_kernel_pool = True
 
 
-def kernel_pool(n_threads: int) -> ThreadPoolExecutor:
-    """The process's pool of at least ``n_threads`` threads for :func:`run_row_blocks`.
+def _kernel_pool() -> ThreadPoolExecutor:
+    """The process's helper threads for :func:`run_row_blocks`: one fewer than :func:`process_kernel_threads`
+    (the calling thread works too), started as work arrives.
 
     Kept between calls: starting threads for every call cost 0.3 ms each time, and a core-set fit makes
-    hundreds of calls (the 1M checkerboard about 500).  Replaced by a larger pool when more threads are asked
-    for; dropped in a forked child, which has none of its parent's threads.
+    hundreds of calls (the 1M checkerboard about 500).  Callers that each hold a share of the cores
+    (:func:`limit_kernel_threads`) submit at most that share, so together they stay within the cores.  Dropped
+    in a forked child, which has none of its parent's threads.
     """
     global _KERNEL_POOL
     with _KERNEL_POOL_LOCK:
-        if _KERNEL_POOL is None or _KERNEL_POOL[1] < n_threads:
-            if _KERNEL_POOL is not None:
-                _KERNEL_POOL[0].shutdown(wait=False)
-            pool = ThreadPoolExecutor(n_threads, thread_name_prefix="coresvm-kernel",
-                                      initializer=_mark_kernel_pool_thread)
-            _KERNEL_POOL = (pool, n_threads)
-        return _KERNEL_POOL[0]
+        if _KERNEL_POOL is None:
+            _KERNEL_POOL = ThreadPoolExecutor(max(1, process_kernel_threads() - 1),
+                                              thread_name_prefix="coresvm-kernel",
+                                              initializer=_mark_kernel_pool_thread)
+        return _KERNEL_POOL
 
 
 def _forget_kernel_pool() -> None:

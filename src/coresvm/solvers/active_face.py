@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from ..kernels import default_kernel_threads, run_row_blocks, single_threaded_blas
+from ..kernels import run_row_blocks, single_threaded_blas
 from .clock import fit_clock
 
 # Faces up to this size are factorized (Cholesky, exact); larger ones are solved by conjugate gradients
@@ -198,7 +198,7 @@ def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray) -> np.nda
     return out
 
 
-LANDMARK_ROWS = 16  # landmark rows per task of landmark_rows
+LANDMARKS_PER_TASK = 16  # landmark rows per task of landmark_rows
 
 
 @njit(cache=True, nogil=True)
@@ -216,26 +216,29 @@ def landmark_rows(gram, landmarks: np.ndarray, face: np.ndarray) -> np.ndarray:
     out = np.empty((len(landmarks), len(face)))
 
     def block(start: int) -> None:
-        gather_landmark_rows(gram, landmarks, face, start, min(start + LANDMARK_ROWS, len(landmarks)), out)
+        gather_landmark_rows(gram, landmarks, face, start, min(start + LANDMARKS_PER_TASK, len(landmarks)), out)
 
-    run_row_blocks(len(landmarks), LANDMARK_ROWS, block, None)
+    run_row_blocks(len(landmarks), LANDMARKS_PER_TASK, block, None)
     return out
 
 
+OUTER_PRODUCT_COLUMNS = 1024  # columns per task of scaled_outer_product
+
+
 def scaled_outer_product(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """``(rows * scale) @ (rows * scale).T`` summed over column blocks on the kernel threads (a symmetric rank-k
-    update per block; one BLAS thread each)."""
+    """``(rows * scale) @ (rows * scale).T``: a symmetric product per block of :data:`OUTER_PRODUCT_COLUMNS`
+    columns on the kernel threads (one BLAS thread each), summed in the blocks' order.  The blocks do not depend
+    on the number of threads, so neither does the rounding: a fit gives the same model on any machine and under
+    any thread limit."""
     scaled = rows * scale
-    n_threads = default_kernel_threads()
-    block_columns = -(-scaled.shape[1] // n_threads)
     parts = {}
 
     def block(start: int) -> None:
-        part = scaled[:, start:start + block_columns]
+        part = scaled[:, start:start + OUTER_PRODUCT_COLUMNS]
         parts[start] = part @ part.T
 
-    run_row_blocks(scaled.shape[1], block_columns, block, n_threads)
-    return sum(parts[start] for start in sorted(parts))  # in a fixed order: the same rounding on every run
+    run_row_blocks(scaled.shape[1], OUTER_PRODUCT_COLUMNS, block, None)
+    return sum((parts[start] for start in sorted(parts)), np.zeros((len(rows), len(rows))))
 
 
 def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start: np.ndarray,
