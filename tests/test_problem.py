@@ -307,16 +307,27 @@ def test_gap_bounds_suboptimality(spec, lam, bias):
         assert subopt <= gap + 1e-12
 
 
+def rows_with_nonzeros(n_rows: int, n_features: int, per_row: int) -> sp.csr_matrix:
+    """A CSR matrix of ones in the first ``per_row`` columns of every row."""
+    indices = np.tile(np.arange(per_row), n_rows)
+    indptr = np.arange(0, n_rows * per_row + 1, per_row)
+    return sp.csr_matrix((np.ones(n_rows * per_row), indices, indptr), shape=(n_rows, n_features))
+
+
 def test_core_set_problems_read_dense_enough_csr_data_as_dense_arrays():
-    """CSR at least 5% dense whose dense copy fits 256 MB: the core-set solvers (compact) get a dense array with
-    the same values; sparser data, and the other solvers, keep CSR."""
+    """CSR dense enough that BLAS's dense products beat sparse ones (a density threshold that falls with the
+    number of features), whose dense copy fits 256 MB: the core-set solvers (compact) get a dense array with the
+    same values; sparser data, and the other solvers, keep CSR."""
     from coresvm.problem import worth_densifying
 
     rng = np.random.RandomState(0)
     dense_enough = sp.random(200, 20, density=0.2, format="csr", random_state=rng)
     too_sparse = sp.random(200, 200, density=0.01, format="csr", random_state=rng)
     assert worth_densifying(dense_enough) and not worth_densifying(too_sparse)
-    large = sp.random(400_000, 100, density=0.06, format="csr", random_state=rng)
+    # a9a's shape (123 binary features, 14 nonzero per row) stays sparse; 1,000 features at 10% are made dense
+    assert not worth_densifying(rows_with_nonzeros(1000, 123, 14))
+    assert worth_densifying(rows_with_nonzeros(1000, 1000, 100))
+    large = rows_with_nonzeros(400_000, 100, 30)
     assert not worth_densifying(large)  # dense enough, but its dense copy would take 320 MB
     y = np.where(rng.rand(200) > 0.5, 1.0, -1.0)
     spec = KernelSpec("rbf", gamma=0.5)

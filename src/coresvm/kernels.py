@@ -419,14 +419,19 @@ def _product_operands(A, B):
     the product one sparse x dense call; when ``A`` has fewer rows than a sparse ``B``, ``A`` is made dense."""
     n_a, n_b = A.shape[0], B.shape[0]
     if sp.issparse(B):
-        if n_a < n_b and n_a * A.shape[1] * 8 <= DENSE_OPERAND_BYTES:
+        if n_a < n_b and dense_copy_fits(A):
             # Few rows against more sparse ones (candidates against a core set): densify the few and
             # keep B sparse, so a product reads B's nonzeros once instead of copying B dense (and
             # transposed) per call (CVM on w8a: ~12 -> ~3 ms per round of 59 candidates x 3,800 rows).
             A = A.toarray() if sp.issparse(A) else A
-        elif n_b * B.shape[1] * 8 <= DENSE_OPERAND_BYTES:
+        elif dense_copy_fits(B):
             B = B.toarray()
     return A, B
+
+
+def dense_copy_fits(X, itemsize: int = 8) -> bool:
+    """Whether a dense copy of ``X`` with ``itemsize``-byte entries takes at most :data:`DENSE_OPERAND_BYTES`."""
+    return X.shape[0] * X.shape[1] * itemsize <= DENSE_OPERAND_BYTES
 
 
 def kernel_map(A, B, spec: KernelSpec, reduce: Callable[[np.ndarray], np.ndarray], n_out: int, norms_a=None,

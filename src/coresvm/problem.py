@@ -51,18 +51,25 @@ from .kernels import (
 )
 
 PARALLEL_MIN_WORK = 200_000  # kernel values below which threads cost more than they save
-# CSR data at least this dense, whose dense copy fits in DENSE_DATA_BYTES, is made dense for the core-set
-# solvers: their kernel blocks are dense anyway, and BLAS does about ten times more multiply-adds per second
-# than SciPy's sparse products with a dense result (a9a, 123 features, 11% nonzero: 22 of 73 s went to
-# csr_matmat, and the fit took half the time dense; w8a, 300 features, 3.9% nonzero, was 1.6x slower dense).
-DENSE_DATA_MIN_DENSITY = 0.05
+# CSR data is made dense for the core-set solvers when BLAS's dense products would be faster than SciPy's sparse x
+# dense ones (a row block against the columns, made dense and transposed once: kernels.RightOperand) and the dense
+# copy fits DENSE_DATA_BYTES.  A sparse product costs about one pass over a dense row of the right operand per
+# nonzero, and those rows fall out of cache as the number of features d grows; a dense one costs d multiply-adds
+# at full speed.  Float32 products, one thread, 128 rows against 20,000 (benchmarks/results/sparse_products.md):
+# dense became faster at densities 0.2 (d = 30 and 123), 0.14 (d = 300) and 0.07 (d = 1,000); the rule
+# DENSE_BREAK_EVEN / (1 + d / DENSE_FEATURES_SCALE) follows those points.  a9a (d = 123, 11% nonzero) stays
+# sparse: its fit took 5.4 s against 6.6 s dense.  Float64 products (tol < 1e-3) break even at about 0.7 times
+# these densities.
+DENSE_BREAK_EVEN = 0.2
+DENSE_FEATURES_SCALE = 500.0
 DENSE_DATA_BYTES = 256 * 2**20
 
 
 def worth_densifying(X) -> bool:
-    """Whether the core-set solvers should read CSR ``X`` as a dense array (see :data:`DENSE_DATA_BYTES`)."""
+    """Whether the core-set solvers should read CSR ``X`` as a dense array (see :data:`DENSE_BREAK_EVEN`)."""
     size = X.shape[0] * X.shape[1]
-    return size * 8 <= DENSE_DATA_BYTES and X.nnz >= DENSE_DATA_MIN_DENSITY * size
+    break_even = DENSE_BREAK_EVEN / (1.0 + X.shape[1] / DENSE_FEATURES_SCALE)
+    return size * 8 <= DENSE_DATA_BYTES and X.nnz >= break_even * size
 
 
 @dataclass

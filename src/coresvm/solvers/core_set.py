@@ -24,14 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 from scipy.stats import beta as beta_distribution
 
 from ..cache import address_space_is_lazy, lazy_zeros
 from ..kernels import (
+    RightOperand,
+    apply_kernel_to_dots,
+    dense_copy_fits,
     exp_in_place,
-    inner_products,
-    kernel_block,
     kernel_product,
     product_block_rows,
     rbf_factor_limit,
@@ -567,13 +569,15 @@ class GramColumns:
     """The columns of a core-set growth (the core set and the points joining it), prepared once for all row blocks.
 
     RBF kernels whose exponents stay far from overflow (:func:`~coresvm.kernels.rbf_factorizable`) are factorized
-    as ``k(a, b) = exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: ``X`` holds ``2g b`` and ``factors``
+    as ``k(a, b) = exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: the columns' features are ``2g b`` and ``factors``
     ``exp(-g|b|^2)``, so a block is one GEMM, one ``exp`` and one fused pass (:func:`scale_extended_block`) instead
-    of nine passes over it.
+    of nine passes over it.  CSR columns are made dense (and transposed once, :class:`~coresvm.kernels.RightOperand`)
+    when that copy is small: each block is then one sparse x dense product, where SciPy's sparse x sparse product
+    with a dense result and its transposed copy took most of a9a's growth.
     """
 
     points: np.ndarray
-    X: object  # the columns' features in the Gram's precision (times 2g when factorized)
+    right: RightOperand  # the columns' features in the Gram's precision (times 2g when factorized)
     norms: np.ndarray
     signs: np.ndarray  # sign_factors of the columns
     factors: np.ndarray | None  # exp(-g |b|^2) when factorized, else None
@@ -581,13 +585,16 @@ class GramColumns:
     @classmethod
     def of(cls, problem, points: np.ndarray, rows_joining: np.ndarray, precision: type) -> GramColumns:
         X, norms = problem.X[points].astype(precision), problem.norms_of(points)
+        if sp.issparse(X) and dense_copy_fits(X, X.dtype.itemsize):
+            X = X.toarray()
         signs = sign_factors(problem, points, precision)
         spec = problem.kernel
-        if spec.name != "rbf" or not rbf_factorizable(spec, problem.norms_of(rows_joining), norms,
-                                                       rbf_factor_limit(precision)):
-            return cls(points, X, norms.astype(precision), signs, None)
-        X *= precision(2.0 * spec.gamma)
-        return cls(points, X, norms.astype(precision), signs, np.exp(-spec.gamma * norms).astype(precision))
+        factors = None
+        if spec.name == "rbf" and rbf_factorizable(spec, problem.norms_of(rows_joining), norms,
+                                                   rbf_factor_limit(precision)):
+            X *= precision(2.0 * spec.gamma)
+            factors = np.exp(-spec.gamma * norms).astype(precision)
+        return cls(points, RightOperand(X, problem.X, precision), norms.astype(precision), signs, factors)
 
 
 def sign_factors(problem, rows, precision: type) -> np.ndarray:
@@ -632,13 +639,14 @@ def _extended_block(problem, rows_a, columns: GramColumns, precision: type) -> n
     ``precision``."""
     spec = problem.kernel
     if columns.factors is not None:
-        K = inner_products(problem.X[rows_a], columns.X, precision)  # 2g <a, b>
+        K = columns.right.products(problem.X[rows_a])  # 2g <a, b>
         exp_in_place(K)
         row_factors = np.exp(-spec.gamma * problem.norms_of(rows_a)).astype(precision)
         scale_extended_block(K, row_factors, columns.factors, precision(problem.bias_term),
                              sign_factors(problem, rows_a, precision), columns.signs)
     else:
-        K = kernel_block(problem.X[rows_a], columns.X, spec, problem.norms_of(rows_a), columns.norms, precision)
+        K = apply_kernel_to_dots(columns.right.products(problem.X[rows_a]), spec, problem.norms_of(rows_a),
+                                 columns.norms)
         K += problem.bias_term
         if not problem.is_joint:  # the joint problem's sign factors are ones
             K *= sign_factors(problem, rows_a, precision)[:, None]
