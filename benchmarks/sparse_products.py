@@ -57,6 +57,12 @@ def time_products(n_features: int, density: float, dtype, rng) -> tuple[float, f
     return sparse_s * per_value, dense_s * per_value
 
 
+def command(argv: list[str]) -> str:
+    threads = os.environ.get("OMP_NUM_THREADS")
+    words = ([f"OMP_NUM_THREADS={threads}"] if threads else []) + ["python", "benchmarks/sparse_products.py", *argv]
+    return shlex.join(words)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -64,8 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = np.random.RandomState(0)
     lines = ["# Sparse x dense against dense x dense inner products", "",
-             f"- command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} python "
-             f"benchmarks/sparse_products.py {shlex.join(argv)}`".replace("  ", " ").rstrip(),
+             f"- command: `{command(argv)}`",
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
              f"- revision: {compare.revision()}",
              f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

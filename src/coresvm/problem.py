@@ -56,10 +56,10 @@ PARALLEL_MIN_WORK = 200_000  # kernel values below which threads cost more than 
 # copy fits DENSE_DATA_BYTES.  A sparse product costs about one pass over a dense row of the right operand per
 # nonzero, and those rows fall out of cache as the number of features d grows; a dense one costs d multiply-adds
 # at full speed.  Float32 products, one thread, 128 rows against 20,000 (benchmarks/results/sparse_products.md):
-# dense became faster at densities 0.2 (d = 30 and 123), 0.14 (d = 300) and 0.07 (d = 1,000); the rule
-# DENSE_BREAK_EVEN / (1 + d / DENSE_FEATURES_SCALE) follows those points.  a9a (d = 123, 11% nonzero) stays
-# sparse: its fit took 5.4 s against 6.6 s dense.  Float64 products (tol < 1e-3) break even at about 0.7 times
-# these densities.
+# dense became faster between densities 0.15 and 0.2 at d = 30 and 123, 0.1 and 0.15 at d = 300, and 0.05 and 0.1
+# at d = 1,000; the rule DENSE_BREAK_EVEN / (1 + d / DENSE_FEATURES_SCALE) follows those points (0.19, 0.16,
+# 0.125, 0.067).  a9a (d = 123, 11% nonzero) stays sparse: its fit took 4.3-5.7 s against 5.3-7.1 s dense.
+# Float64 products (tol < 1e-3) break even at somewhat lower densities.
 DENSE_BREAK_EVEN = 0.2
 DENSE_FEATURES_SCALE = 500.0
 DENSE_DATA_BYTES = 256 * 2**20
