@@ -1,5 +1,5 @@
-"""run_row_blocks: every block once, on threads kept for the process, nested and concurrent calls, errors raised
-with no block left running."""
+"""run_row_blocks (and map_on_kernel_threads over it): every block once, on threads kept for the process,
+nested and concurrent calls, errors raised with no block left running."""
 
 import multiprocessing
 import os
@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from coresvm.kernels import run_row_blocks
+from coresvm.kernels import map_on_kernel_threads, run_row_blocks
 
 needs_two_cores = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the pool needs at least 2 threads")
 
@@ -51,6 +51,19 @@ def test_every_block_runs_once_and_the_threads_are_kept_between_calls():
     named = {name for _ in range(50) for name in block_owners(8, 2).values()}
     assert threading.active_count() == threads_after_first  # no thread started per call
     assert threading.current_thread().name in named and any(name.startswith("coresvm-kernel") for name in named)
+
+
+@needs_two_cores
+def test_map_on_kernel_threads_keeps_the_order_and_the_thread_limit():
+    def slow_square(k: int) -> tuple[int, str]:
+        time.sleep(0.002 * (k % 3))  # uneven items: later ones finish first on another thread
+        return k * k, threading.current_thread().name
+
+    results = map_on_kernel_threads(slow_square, list(range(40)), 2)
+    assert [value for value, _ in results] == [k * k for k in range(40)]
+    assert len({name for _, name in results}) == 2
+    alone = map_on_kernel_threads(slow_square, list(range(10)), 1)
+    assert {name for _, name in alone} == {threading.current_thread().name}
 
 
 @needs_two_cores

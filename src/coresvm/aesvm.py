@@ -28,14 +28,12 @@ a block (at most ``P`` values) at a time, never an ``N x N`` matrix.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
-from threadpoolctl import threadpool_limits
 
-from .kernels import KernelSpec, kernel_block, kernel_diagonal, squared_norms
+from .kernels import KernelSpec, kernel_block, kernel_diagonal, map_on_kernel_threads, squared_norms
 from .problem import SimplexProblem
 from .solvers.core_set import NO_LINEAR_TERM, STOP_COVERAGE, STOP_RELATIVE_GAP, inner_solve
 from .solvers.driver import SolverOptions, run_engine
@@ -768,15 +766,10 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
     n_jobs = max(1, int(n_jobs or 1))
     for c in range(len(classes)):
         segments = segment_class(X, np.flatnonzero(y_index == c), spec, int(P), int(V), segmentation, norms, diag)
-        # BLAS is held to one thread: the blocks (V x V from V x D) are too small to gain from more,
-        # and its idle threads would compete with the segment workers.  Segments are independent and
-        # the compiled DeriveAE releases the GIL, so n_jobs threads work on them in parallel.
-        with threadpool_limits(1, user_api="blas"):
-            if n_jobs == 1:
-                results = [one_segment(segment) for segment in segments]
-            else:
-                with ThreadPoolExecutor(n_jobs) as pool:
-                    results = list(pool.map(one_segment, segments))
+        # Segments are independent and the compiled DeriveAE releases the GIL, so up to n_jobs threads of the
+        # process's kernel pool work on them; BLAS is held to one thread there: the blocks (V x V
+        # from V x D) are too small to gain from more, and its idle threads would compete with the segments.
+        results = map_on_kernel_threads(one_segment, segments, n_jobs)
         for segment, result in zip(segments, results, strict=True):
             segment_of[segment] = counts["segments"]
             residual[segment] = result.residual

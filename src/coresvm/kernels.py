@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -522,6 +522,18 @@ def run_row_blocks(n_rows: int, block_rows: int, one_block: Callable[[int], None
                 one_block(start)
         else:
             _run_blocks_with_helpers(starts, one_block, n_threads - 1)
+
+
+def map_on_kernel_threads(function: Callable, items: Sequence, n_threads: int | None) -> list:
+    """``[function(item) for item in items]``, in order, on up to ``n_threads`` threads as :func:`run_row_blocks`
+    (the process's kernel pool, BLAS on one thread each)."""
+    results: list = [None] * len(items)
+
+    def one_item(k: int) -> None:
+        results[k] = function(items[k])
+
+    run_row_blocks(len(items), 1, one_item, n_threads)
+    return results
 
 
 def _run_blocks_with_helpers(starts: range, one_block: Callable[[int], None], n_helpers: int) -> None:

@@ -748,9 +748,9 @@ def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
-    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, refused_at, phases):
+    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, refused_at, rounds, phases):
     ``refused_at`` is the core-set size at which the system refused more memory for its Gram (0: never);
-    ``phases`` (:func:`phase_record`) says where the time went, in how many rounds.
+    ``phases`` (:func:`phase_record`) says where the time went.
 
     Growth: each round adds the worst violators of its candidate sample, at most
     ``max(max_add, growth * |active|)`` (``growth = 0``: CVM's fixed batch; ``growth = 1`` doubles the core set
@@ -908,15 +908,15 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # it differs from a float64 kernel recomputation only by the float32 entries' rounding: 4e-5 to 4e-4
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
-    phases = phase_record(rounds, seconds, newton_record)
-    return support, alpha, total_steps, gap, scale, status, n2, core.refused_at, phases
+    phases = phase_record(seconds, newton_record)
+    return support, alpha, total_steps, gap, scale, status, n2, core.refused_at, rounds, phases
 
 
-def phase_record(rounds: int, seconds: dict, newton: NewtonRecord) -> dict:
-    """Where a core-set fit's time went, for its ``solver_info_``: the rounds; the seconds of the inner solves
-    (pairwise and Newton steps), of scoring candidates, and of growing the core set (new Gram rows, compaction);
-    and the Newton steps tried and kept (:mod:`~coresvm.solvers.active_face`)."""
-    return {"rounds": int(rounds), **{f"seconds_{name}": float(value) for name, value in seconds.items()},
+def phase_record(seconds: dict, newton: NewtonRecord) -> dict:
+    """Where a core-set fit's time went, for its ``solver_info_``: the seconds of the inner solves (pairwise and
+    Newton steps), of scoring candidates, and of growing the core set (new Gram rows, compaction); and the Newton
+    steps tried and kept (:mod:`~coresvm.solvers.active_face`)."""
+    return {**{f"seconds_{name}": float(value) for name, value in seconds.items()},
             "newton_steps": newton.tried, "newton_kept": newton.kept}
 
 

@@ -55,7 +55,7 @@ class SolverResult:
     stop_value: float | None = None  # gsvm family: max_i V(x~_i) of its stopping rule (geometric.stop_values)
     gap_points: int = 0  # gsvm family: the points the gap and stop_value were measured on
     memory_refused_at: int = 0  # core-set loop: its size when the system refused its Gram more memory (0: never)
-    phases: dict = field(default_factory=dict)  # core-set loop: rounds, seconds per phase, Newton steps
+    phases: dict = field(default_factory=dict)  # core-set loop: seconds per phase, Newton steps
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stage_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # BVM: (eps, iters, #SV, s) per stage
@@ -70,7 +70,9 @@ class SolverResult:
             record["gap_points"] = self.gap_points
         if self.memory_refused_at:
             record["memory_refused_at"] = self.memory_refused_at
-        record.update(self.phases)
+        if self.phases:  # the core-set loop: its rounds and where their time went
+            record["rounds"] = self.rounds
+            record.update(self.phases)
         return record
 
 
@@ -215,11 +217,11 @@ def radius_test_options(problem: SimplexProblem, options: SolverOptions) -> tupl
 def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
     options, extra = radius_test_options(problem, options)
     start = time.perf_counter()
-    support, alpha, n_iter, gap, scale, status, n2, refused_at, phases = solve_core_set(
+    support, alpha, n_iter, gap, scale, status, n2, refused_at, rounds, phases = solve_core_set(
         problem, options, rng, init_idx, init_alpha
     )
     return solver_result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start,
-                         rounds=phases["rounds"], memory_refused_at=int(refused_at), phases=phases, **extra)
+                         rounds=int(rounds), memory_refused_at=int(refused_at), phases=phases, **extra)
 
 
 def ball_eps(problem: SimplexProblem, options: SolverOptions) -> float:
