@@ -18,6 +18,7 @@ import platform
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ DENSITIES = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
 BLOCK_ROWS, ROWS, COLUMNS = 128, 512, 20_000
 
 
-def best_seconds(product, repeats: int = 3) -> float:
+def best_seconds(product: Callable[[], object], repeats: int = 3) -> float:
     """The fastest of ``repeats`` runs of ``product`` (after one warm-up run)."""
     product()
     best = np.inf
@@ -44,7 +45,7 @@ def best_seconds(product, repeats: int = 3) -> float:
     return best
 
 
-def time_products(n_features: int, density: float, dtype, rng) -> tuple[float, float]:
+def time_products(n_features: int, density: float, dtype: type, rng: np.random.RandomState) -> tuple[float, float]:
     """Nanoseconds per inner product: (sparse x dense, dense x dense), both in row blocks of ``BLOCK_ROWS``."""
     columns_t = np.ascontiguousarray(
         sp.random(COLUMNS, n_features, density=density, random_state=rng, dtype=dtype).toarray().T)
@@ -58,6 +59,7 @@ def time_products(n_features: int, density: float, dtype, rng) -> tuple[float, f
 
 
 def command(argv: list[str]) -> str:
+    """The command line that reproduces this run, with its thread limit."""
     threads = os.environ.get("OMP_NUM_THREADS")
     words = ([f"OMP_NUM_THREADS={threads}"] if threads else []) + ["python", "benchmarks/sparse_products.py", *argv]
     return shlex.join(words)
@@ -85,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         for n_features in FEATURES:
             for density in DENSITIES:
                 sparse_ns, dense_ns = time_products(n_features, density, dtype, rng)
-                decided = worth_densifying(sp.random(100, n_features, density=density, format="csr",
-                                                     random_state=rng))
+                decided = worth_densifying(sp.random(1000, n_features, density=density, format="csr",
+                                                     random_state=np.random.RandomState(1)))
                 lines.append(f"| {n_features} | {density:g} | {sparse_ns:.2f} | {dense_ns:.2f} | "
                              f"{dense_ns / sparse_ns:.2f} | {'yes' if decided else 'no'} |")
                 print(lines[-1], flush=True)

@@ -146,8 +146,9 @@ class AESVC(ClassifierMixin, CoreEstimatorBase):
         As in ``SVC``: more than two classes are handled one-vs-one (each class's
         representatives are the same in every pair, so one set serves all pairs).
     n_jobs : int or None, default=None
-        Threads for DeriveRS (segments in parallel; None means 1).  The final
-        SVC is single-threaded.
+        Threads for DeriveRS (segments in parallel; None means 1), at most the
+        process's kernel threads (its cores, or a thread limit).  The final SVC
+        is single-threaded.
     random_state : int, RandomState or None, default=None
         Unused by the deterministic DeriveRS; kept for API compatibility.
 

@@ -727,8 +727,10 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
         Seed of the engine's initial points (meb_solver='engine' only; the
         rest of DeriveRS is deterministic).
     n_jobs : int or None, default=None
-        Threads working on segments in parallel (None: 1).  The result does
-        not depend on it.
+        Threads working on segments in parallel (None: 1), at most the process's
+        kernel threads (the calling thread and the kernel pool's helpers: the
+        cores, or a ``threadpoolctl`` / ``OMP_NUM_THREADS`` limit).  The result
+        does not depend on it.
     enforce_coverage : bool, default=True
         False runs the published DeriveAE steps 4 and 6 unchanged, which voids
         the guarantee above (``residual`` then shows by how much); only for
@@ -766,8 +768,8 @@ def derive_representative_set(X, y, spec: KernelSpec, epsilon: float = DEFAULT_E
     n_jobs = max(1, int(n_jobs or 1))
     for c in range(len(classes)):
         segments = segment_class(X, np.flatnonzero(y_index == c), spec, int(P), int(V), segmentation, norms, diag)
-        # Segments are independent and the compiled DeriveAE releases the GIL, so up to n_jobs threads of the
-        # process's kernel pool work on them; BLAS is held to one thread there: the blocks (V x V
+        # Segments are independent and the compiled DeriveAE releases the GIL, so up to n_jobs of the process's
+        # kernel threads work on them; BLAS is held to one thread there: the blocks (V x V
         # from V x D) are too small to gain from more, and its idle threads would compete with the segments.
         results = map_on_kernel_threads(one_segment, segments, n_jobs)
         for segment, result in zip(segments, results, strict=True):

@@ -66,7 +66,8 @@ DENSE_DATA_BYTES = 256 * 2**20
 
 
 def worth_densifying(X) -> bool:
-    """Whether the core-set solvers should read CSR ``X`` as a dense array (see :data:`DENSE_BREAK_EVEN`)."""
+    """Whether the core-set solvers should read CSR ``X`` as a dense array: dense enough (see
+    :data:`DENSE_BREAK_EVEN`) and a dense copy of at most :data:`DENSE_DATA_BYTES`."""
     size = X.shape[0] * X.shape[1]
     break_even = DENSE_BREAK_EVEN / (1.0 + X.shape[1] / DENSE_FEATURES_SCALE)
     return size * 8 <= DENSE_DATA_BYTES and X.nnz >= break_even * size

@@ -571,9 +571,10 @@ class GramColumns:
     RBF kernels whose exponents stay far from overflow (:func:`~coresvm.kernels.rbf_factorizable`) are factorized
     as ``k(a, b) = exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: the columns' features are ``2g b`` and ``factors``
     ``exp(-g|b|^2)``, so a block is one GEMM, one ``exp`` and one fused pass (:func:`scale_extended_block`) instead
-    of nine passes over it.  CSR columns are made dense (and transposed once, :class:`~coresvm.kernels.RightOperand`)
-    when that copy is small: each block is then one sparse x dense product, where SciPy's sparse x sparse product
-    with a dense result and its transposed copy took most of a9a's growth.
+    of nine passes over it.  CSR columns are made dense, in column order so that their transpose is contiguous
+    without a second copy (:class:`~coresvm.kernels.RightOperand`), when that copy is small: each row block is then
+    one sparse x dense product of its own rows, instead of a product of the sparse columns followed by a transposed
+    copy of the block.
     """
 
     points: np.ndarray
@@ -586,7 +587,7 @@ class GramColumns:
     def of(cls, problem, points: np.ndarray, rows_joining: np.ndarray, precision: type) -> GramColumns:
         X, norms = problem.X[points].astype(precision), problem.norms_of(points)
         if sp.issparse(X) and dense_copy_fits(X, X.dtype.itemsize):
-            X = X.toarray()
+            X = X.toarray(order="F")  # X.T is C-contiguous: RightOperand takes it as it is
         signs = sign_factors(problem, points, precision)
         spec = problem.kernel
         factors = None

@@ -55,7 +55,7 @@ class SolverResult:
     stop_value: float | None = None  # gsvm family: max_i V(x~_i) of its stopping rule (geometric.stop_values)
     gap_points: int = 0  # gsvm family: the points the gap and stop_value were measured on
     memory_refused_at: int = 0  # core-set loop: its size when the system refused its Gram more memory (0: never)
-    phases: dict = field(default_factory=dict)  # core-set loop: seconds per phase, Newton steps
+    phases: dict = field(default_factory=dict)  # core-set loop only: seconds per phase, Newton steps (and rounds)
     trace_rel_gap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     trace_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stage_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # BVM: (eps, iters, #SV, s) per stage
