@@ -749,7 +749,7 @@ def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
 
 
 def solve_core_set(problem, options, rng, init_idx, init_alpha):
-    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, refused_at, rounds, phases):
+    """Run the core-set loop.  Returns (support, alpha, steps, gap, scale, status, n2, rounds, refused_at, phases):
     ``refused_at`` is the core-set size at which the system refused more memory for its Gram (0: never);
     ``phases`` (:func:`phase_record`) says where the time went.
 
@@ -910,7 +910,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
     phases = phase_record(seconds, newton_record)
-    return support, alpha, total_steps, gap, scale, status, n2, core.refused_at, rounds, phases
+    return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at, phases
 
 
 def phase_record(seconds: dict, newton: NewtonRecord) -> dict:

@@ -217,7 +217,7 @@ def radius_test_options(problem: SimplexProblem, options: SolverOptions) -> tupl
 def _run_core_set(problem, options, rng, init_idx, init_alpha) -> SolverResult:
     options, extra = radius_test_options(problem, options)
     start = time.perf_counter()
-    support, alpha, n_iter, gap, scale, status, n2, refused_at, rounds, phases = solve_core_set(
+    support, alpha, n_iter, gap, scale, status, n2, rounds, refused_at, phases = solve_core_set(
         problem, options, rng, init_idx, init_alpha
     )
     return solver_result(support, alpha, n_iter, gap, scale, status, n2, time.perf_counter() - start,
