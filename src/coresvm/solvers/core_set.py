@@ -53,7 +53,7 @@ from .engine import (
     STATUS_MAX_TIME,
     print_progress,
 )
-from .sampling import SWEEP_MAX_POINTS, draw_distinct, next_candidates
+from .sampling import NEAR_MARGIN_SHARE, SWEEP_MAX_POINTS, NearMarginPoints, draw_distinct, next_candidates
 from .steps import (
     CURVATURE_FLOOR,
     clipped_step,
@@ -755,7 +755,9 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
 
     Growth: each round adds the worst violators of its candidate sample, at most
     ``max(max_add, growth * |active|)`` (``growth = 0``: CVM's fixed batch; ``growth = 1`` doubles the core set
-    while violators abound, so a few rounds reach thousands of support vectors).
+    while violators abound, so a few rounds reach thousands of support vectors).  Under the statistical rule the
+    late rounds also score points that were near the margin when last scored
+    (:class:`~coresvm.solvers.sampling.NearMarginPoints`); only the uniform draw counts for the rule.
 
     Stopping (``options.core_set_stop``): 'quiet' (CVM; Tsang et al. 2005, sec. 4): two consecutive candidate
     samples without a violator.  'sample': once the core set is solved to the final inner tolerance, a fresh
@@ -786,6 +788,8 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     status, gap, scale, n2 = STATUS_MAX_ITER, np.inf, 1.0, 0.0
     n_candidates = min(max(options.n_candidates, -(-m // options.sweep_rounds) if options.sweep_rounds else 0), m)
     whole_sample = n_candidates == m and not options.stratified  # every round scores every point
+    near_margin = NearMarginPoints(m) if sample_rule and not whole_sample else None  # for the late rounds
+    near_margin_rounds = False
     sweep, sweep_pos = (rng.permutation(m) if m <= SWEEP_MAX_POINTS else None), 0
     outer_rel_gap = np.inf
     finishing = core_set_full = False
@@ -833,6 +837,10 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             candidates, sweep_pos = next_candidates(rng, problem, n_candidates, options.stratified, sweep, sweep_pos)
             drawn = candidates
             candidates = candidates[~in_core[candidates]]
+        n_sampled = len(candidates)  # the uniform draw's candidates come first
+        if near_margin_rounds:
+            candidates = np.concatenate([candidates, near_margin.nearest(
+                in_core, candidates, int(NEAR_MARGIN_SHARE * n_candidates))])
         phase_start = fit_clock()
         cand_scores = vertex_score(_score_candidates(problem, candidates, core), lam, problem.diag_of(candidates))
         seconds["scoring"] += fit_clock() - phase_start
@@ -842,12 +850,16 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         outer_rel_gap = gap / scale
         threshold = mean_score - 0.5 * options.tol * scale
         violating = np.flatnonzero(cand_scores < threshold)
+        sampled_violators = int(np.count_nonzero(cand_scores[:n_sampled] < threshold))
+        if near_margin is not None:
+            near_margin.note(candidates, (cand_scores - mean_score) / scale, len(drawn))
+            near_margin_rounds = near_margin.wanted(sampled_violators, len(drawn))
         if testing and len(drawn) == m:  # every point was scored: the fraction is known exactly
-            few_violators = len(violating) <= options.violator_fraction * m
+            few_violators = sampled_violators <= options.violator_fraction * m
         elif testing:
-            few_violators = violator_upper_bound(len(violating), len(drawn)) <= options.violator_fraction
+            few_violators = violator_upper_bound(sampled_violators, len(drawn)) <= options.violator_fraction
         else:  # a growth sample only decides when to solve strictly and test
-            few_violators = len(violating) <= options.violator_fraction * len(drawn)
+            few_violators = sampled_violators <= options.violator_fraction * len(drawn)
 
         elapsed = fit_clock() - start
         if options.verbose > 0 and elapsed - last_report >= options.verbose:
@@ -873,7 +885,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             break
         else:
             # Few violators in a growth sample: solve strictly and test on a fresh uniform sample next.
-            finishing = few_violators or (finishing and len(violating) <= options.max_add)
+            finishing = few_violators or (finishing and sampled_violators <= options.max_add)
         if core_set_full:
             status = STATUS_CORE_SET_FULL
             break

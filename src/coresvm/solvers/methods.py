@@ -78,8 +78,9 @@ METHODS: dict[str, Method] = {
             step="inner solve: pairwise MDM steps with the IMDM partner, warm-started each round; Newton steps on "
                  "the active face where the pairwise rate is slow (large C; Nocedal and Wright 2006, sec. 16.5), "
                  "large faces by Nystrom-preconditioned conjugate gradients",
-            vertex_search="10,000 candidates per round, or m / 25 (a sweep of a random permutation); the worst "
-                          "violators join",
+            vertex_search="10,000 candidates per round, or m / 25 (a sweep of a random permutation), and late "
+                          "rounds up to half as many points that last scored near the margin; the worst violators "
+                          "join",
             stopping="statistical: at most violator_fraction of the points violate by more than tol, "
                      "at 95% confidence on a fresh uniform sample",
             outer_loop="core-set growth: up to max(300, |active|) violators per round, warm-started inner solve",
