@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-import coresvm.solvers.core_set as core_set_module
+import coresvm.solvers.sampling as sampling_module
 import coresvm.svc as svc_module
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec, kernel_product
@@ -22,7 +22,7 @@ from coresvm.solvers.core_set import (
     violator_upper_bound,
 )
 from coresvm.solvers.driver import SolverOptions, run_engine
-from coresvm.solvers.sampling import NEAR_MARGIN_VIOLATORS, NearMarginPoints
+from coresvm.solvers.sampling import NEAR_MARGIN_SHARE, NEAR_MARGIN_VIOLATORS, NearMarginPoints
 
 
 def noisy_xor(m: int, seed: int):
@@ -421,9 +421,10 @@ def test_near_margin_points_are_the_nearest_outside_the_core_set_and_the_sample(
     in_core = np.zeros(8, dtype=bool)
     in_core[3] = True
     # below NEAR_MARGIN_SLACK: 0, 1, 3 (in the core), 4, 5 (a candidate already); never scored: 6, 7
-    assert sorted(near.nearest(in_core, np.array([5]), limit=10)) == [0, 1, 4]
-    assert sorted(near.nearest(in_core, np.array([5]), limit=2)) == [0, 1]  # the smallest slack first
-    assert len(near.nearest(in_core, np.array([5]), limit=0)) == 0
+    share = NEAR_MARGIN_SHARE
+    assert sorted(near.nearest(in_core, np.array([5]), sample_size=int(10 / share))) == [0, 1, 4]
+    assert sorted(near.nearest(in_core, np.array([5]), sample_size=int(2 / share))) == [0, 1]  # the smallest slack
+    assert len(near.nearest(in_core, np.array([5]), sample_size=0)) == 0
     assert not near.wanted(0, 6)  # 6 of 8 points drawn: the slacks are not all from this fit's later rounds
     near.note(np.arange(6, 8), np.array([1.0, 2.0]), n_drawn=2)
     assert near.wanted(0, 100) and not near.wanted(int(NEAR_MARGIN_VIOLATORS * 100), 100)
@@ -449,7 +450,7 @@ def test_near_margin_points_take_the_late_rounds_fewer(monkeypatch):
         options = SolverOptions(core_set=True, n_candidates=400, max_add=20, growth=1.0, core_set_stop="sample",
                                 violator_fraction=1e-3, tol=1e-2, second_vertex="imdm", seed=seed)
         for near in (True, False):
-            monkeypatch.setattr(core_set_module, "NEAR_MARGIN_SHARE", 0.5 if near else 0.0)
+            monkeypatch.setattr(sampling_module, "NEAR_MARGIN_SHARE", 0.5 if near else 0.0)
             result = run_engine(problem, options)
             assert result.status == "converged"
             rounds[near] += result.rounds

@@ -84,7 +84,7 @@ def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
 # ----------------------------------------------------------------------------------------- max_time
 @pytest.fixture(scope="module")
 def slow_problem():
-    """A checkerboard that none of the solvers finishes in one second at these tolerances."""
+    """A checkerboard that none of the solvers finishes in one second at these tolerances (coreset: see below)."""
     X, y = make_checkerboard(20_000, random_state=0)
     return X, y
 

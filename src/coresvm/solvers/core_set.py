@@ -53,7 +53,7 @@ from .engine import (
     STATUS_MAX_TIME,
     print_progress,
 )
-from .sampling import NEAR_MARGIN_SHARE, SWEEP_MAX_POINTS, NearMarginPoints, draw_distinct, next_candidates
+from .sampling import SWEEP_MAX_POINTS, NearMarginPoints, draw_distinct, next_candidates
 from .steps import (
     CURVATURE_FLOOR,
     clipped_step,
@@ -839,8 +839,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             candidates = candidates[~in_core[candidates]]
         n_sampled = len(candidates)  # the uniform draw's candidates come first
         if near_margin_rounds:
-            candidates = np.concatenate([candidates, near_margin.nearest(
-                in_core, candidates, int(NEAR_MARGIN_SHARE * n_candidates))])
+            candidates = np.concatenate([candidates, near_margin.nearest(in_core, candidates, n_candidates)])
         phase_start = fit_clock()
         cand_scores = vertex_score(_score_candidates(problem, candidates, core), lam, problem.diag_of(candidates))
         seconds["scoring"] += fit_clock() - phase_start

@@ -66,10 +66,10 @@ def next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, sw
     return sweep[sweep_pos : sweep_pos + n_candidates], sweep_pos + n_candidates
 
 
-# Near-margin candidates (NearMarginPoints): a point is near the margin when its score was within this fraction of
-# the scale above the mean score (the L2-SVM: a margin y f(x) below 1.2); a round adds at most this share of its
-# sample's size of them; and it adds them once every point has been drawn about once and its sample's violators
-# are fewer than this fraction.
+# Near-margin candidates (NearMarginPoints): a point is near the margin when its slack, (score - mean score) / scale,
+# was below NEAR_MARGIN_SLACK (the L2-SVM: a margin y f(x) below 1.2); a round adds at most NEAR_MARGIN_SHARE of its
+# sample's size of them; and it adds them once the rounds have drawn as many points as there are and a round's
+# uniform draw holds fewer than NEAR_MARGIN_VIOLATORS violators.
 NEAR_MARGIN_SLACK = 0.1
 NEAR_MARGIN_SHARE = 0.5
 NEAR_MARGIN_VIOLATORS = 0.03
@@ -82,10 +82,12 @@ class NearMarginPoints:
     Late in a fit the violators are few, and they are points that scored near the margin before (ijcnn1 at C=256:
     from the 18th of 51 rounds on, every violator had last scored at a margin below 2, nine in ten below 1.4); a
     uniform sample finds only its share of them, so a round adds a handful and the loop takes many rounds.  Once
-    every point has been drawn about once and a sample holds few violators (:meth:`wanted`), each round also
-    scores the near-margin points outside the core set, the nearest first (:meth:`nearest`).  The uniform sample
-    alone still decides when to test and the statistical test itself: the extra points only find violators
-    sooner, so the stopping rule keeps its meaning.  Costs 4 bytes per point.
+    the rounds have drawn as many points as there are and a sample holds few violators (:meth:`wanted`), each
+    round (a test's as well: when the test fails, its violators are all found at once) also scores the points
+    outside the core set with the smallest slack below :data:`NEAR_MARGIN_SLACK` (:meth:`nearest`): violators
+    left over from earlier rounds, then points near the margin.  The uniform sample alone still decides when to
+    test and the statistical test itself: the extra points only find violators sooner, so the stopping rule keeps
+    its meaning.  Costs 4 bytes per point.
     """
 
     def __init__(self, m: int):
@@ -103,11 +105,12 @@ class NearMarginPoints:
         solution would bring in points that the next solve leaves out again)."""
         return self.drawn >= len(self.slack) and n_violators < NEAR_MARGIN_VIOLATORS * n_drawn
 
-    def nearest(self, excluded: np.ndarray, candidates: np.ndarray, limit: int) -> np.ndarray:
-        """At most ``limit`` near-margin points, the smallest slack first, that are neither ``excluded`` (a mask:
-        the core set) nor among ``candidates``."""
-        near = np.flatnonzero(self.slack < NEAR_MARGIN_SLACK)
-        near = np.setdiff1d(near[~excluded[near]], candidates, assume_unique=True)
+    def nearest(self, excluded: np.ndarray, candidates: np.ndarray, sample_size: int) -> np.ndarray:
+        """The near-margin points that are neither ``excluded`` (a mask: the core set) nor among ``candidates``; at
+        most :data:`NEAR_MARGIN_SHARE` times ``sample_size``, those with the smallest slack (in no order)."""
+        limit = int(NEAR_MARGIN_SHARE * sample_size)
+        near = np.flatnonzero((self.slack < NEAR_MARGIN_SLACK) & ~excluded)
+        near = near[~np.isin(near, candidates, kind="table")]  # linear in m, where a sort costs m log m
         if len(near) > limit:
             near = near[np.argpartition(self.slack[near], limit)[:limit]]
         return near
