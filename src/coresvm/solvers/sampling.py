@@ -100,9 +100,9 @@ class NearMarginPoints:
         self.drawn += n_drawn
 
     def wanted(self, n_violators: int, n_drawn: int) -> bool:
-        """Whether the next round should add near-margin points: every point drawn about once, and the uniform
-        draw's violators fewer than :data:`NEAR_MARGIN_VIOLATORS` of it (earlier, slacks seen under a rough
-        solution would bring in points that the next solve leaves out again)."""
+        """Whether the next round should add near-margin points: the rounds have drawn as many points as there
+        are, and the uniform draw's violators are fewer than :data:`NEAR_MARGIN_VIOLATORS` of it (earlier, slacks
+        seen under a rough solution would bring in points that the next solve leaves out again)."""
         return self.drawn >= len(self.slack) and n_violators < NEAR_MARGIN_VIOLATORS * n_drawn
 
     def nearest(self, excluded: np.ndarray, candidates: np.ndarray, sample_size: int) -> np.ndarray:
