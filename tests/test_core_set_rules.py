@@ -264,7 +264,26 @@ def test_core_set_gram_equals_the_extended_kernel(sparse, gamma, tol):
     points = core.points[: core.size]
     Q = (rbf_kernel(X[points], gamma=gamma) + 1.0) * np.outer(y[points], y[points]) + np.diag(1.0 / C[points])
     atol = 2e-5 if core.gram.dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(core.gram[: core.size, : core.size], Q, atol=atol)
+    gram = core.gram[: core.size, : core.size]
+    np.testing.assert_allclose(gram, Q, atol=atol)
+    # Exactly symmetric: the pairwise steps update G = Qa from rows, the exact products from columns.
+    np.testing.assert_array_equal(gram, gram.T)
+
+
+def test_mirror_new_block_makes_the_new_rows_block_symmetric():
+    """Tiles that do not divide the sizes, and ranges of new rows as the threads' tasks; nothing else moves."""
+    from coresvm.solvers.core_set import mirror_new_block
+
+    n, k = 150, 200
+    gram = np.random.default_rng(0).random((n + k, n + k)).astype(np.float32)
+    before = gram.copy()
+    for start in range(n, n + k, 70):
+        mirror_new_block(gram, n, k, start, min(start + 70, n + k))
+    new = gram[n:, n:]
+    np.testing.assert_array_equal(new, new.T)
+    np.testing.assert_array_equal(np.triu(new), np.triu(before[n:, n:]))  # the upper triangle is the source
+    np.testing.assert_array_equal(gram[:n], before[:n])
+    np.testing.assert_array_equal(gram[n:, :n], before[n:, :n])
 
 
 def test_growable_core_set_reserves_its_limit_and_falls_back_to_doubling_when_refused(monkeypatch):
