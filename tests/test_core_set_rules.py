@@ -270,6 +270,39 @@ def test_core_set_gram_equals_the_extended_kernel(sparse, gamma, tol):
     np.testing.assert_array_equal(gram, gram.T)
 
 
+def test_rows_far_from_the_origin_get_the_same_float32_gram_accuracy():
+    """The float32 Gram computes |a - b|^2 from the norms: rows offset by 1,000 would lose every digit of a
+    kernel value to rounding unless the problem centers them (translation leaves the RBF kernel unchanged)."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from coresvm.kernels import KernelSpec
+    from coresvm.problem import SimplexProblem
+    from coresvm.solvers.core_set import CoreSetState, append_points
+
+    rng = np.random.default_rng(1)
+    X = rng.random((200, 3)) + 1000.0
+    y = np.where(rng.random(200) < 0.5, 1.0, -1.0)
+    problem = SimplexProblem(X, y, np.full(200, 10.0), KernelSpec("rbf", 2.0), compact=True)
+    assert np.abs(problem.X.mean(axis=0)).max() < 1e-9
+    core = CoreSetState.growable(2**26, 1e-2, max_points=200, initial=64)
+    append_points(problem, core, np.arange(200), np.full(200, 1 / 200))
+    Q = (rbf_kernel(X, gamma=2.0) + 1.0) * np.outer(y, y) + np.eye(200) / 10.0
+    np.testing.assert_allclose(core.gram[:200, :200], Q, atol=2e-5)
+
+
+def test_only_dense_rbf_rows_off_the_origin_are_centered():
+    import scipy.sparse as sp
+
+    from coresvm.kernels import KernelSpec
+    from coresvm.problem import worth_centering
+
+    X = np.random.default_rng(0).random((50, 4))
+    assert worth_centering(X + 5.0, KernelSpec("rbf", 1.0))
+    assert not worth_centering(X - X.mean(axis=0), KernelSpec("rbf", 1.0))  # already near the origin
+    assert not worth_centering(X + 5.0, KernelSpec("poly", 1.0, degree=2))  # not translation-invariant
+    assert not worth_centering(sp.csr_matrix(X + 5.0), KernelSpec("rbf", 1.0))  # centering would densify
+
+
 def test_mirror_new_block_makes_the_new_rows_block_symmetric():
     """Tiles that do not divide the sizes, and ranges of new rows as the threads' tasks; nothing else moves."""
     from coresvm.solvers.core_set import mirror_new_block
