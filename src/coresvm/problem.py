@@ -75,13 +75,17 @@ def worth_densifying(X) -> bool:
 
 def worth_centering(X, kernel: KernelSpec) -> bool:
     """Whether to solve on ``X`` minus its mean: an RBF kernel depends only on ``a - b``, so every kernel value is
-    the same in exact arithmetic, but the float32 blocks of the core-set solvers compute ``|a - b|^2`` as
-    ``|a|^2 + |b|^2 - 2 <a, b>``, whose rounding grows with the norms.  On the checkerboard (``[0, 4]^2``; 4,000,000
-    points at C = 10,240) a face of 3,000 support vectors had a Gram error of norm 5.9e-4, six times its smallest
-    eigenvalue ``1/C``; their Newton steps failed and fits took 76-118 s or hit ``max_iter``.  Centered, the error
+    the same in exact arithmetic, but kernel blocks compute ``|a - b|^2`` as ``|a|^2 + |b|^2 - 2 <a, b>``, whose
+    rounding grows with the norms; in float32 (the core set's Gram, the dense solver's cached rows) that costs
+    digits.  On the checkerboard (``[0, 4]^2``; 4,000,000 points at C = 10,240) a face of 3,000 support vectors
+    had a Gram error of norm 5.9e-4, six times its smallest eigenvalue ``1/C``; their Newton steps failed and fits
+    took 76-118 s or hit ``max_iter``.  Centered, the error
     was 9e-5 and the fits took 6-8 s.  Done for in-memory dense rows whose mean is farther from the origin than
-    their spread (the rounding then at least halves) and whose centered copy fits :data:`DENSE_DATA_BYTES`."""
-    if kernel.name != "rbf" or type(X) is not np.ndarray or X.dtype.kind != "f" or X.nbytes > DENSE_DATA_BYTES:
+    their spread (the rounding then at least halves) and whose centered copy fits :data:`DENSE_DATA_BYTES`, for
+    every solver: the copy is one per problem (one per one-vs-one pair, of its rows)."""
+    if kernel.name != "rbf" or type(X) is not np.ndarray or X.dtype not in (np.float32, np.float64):
+        return False
+    if X.nbytes > DENSE_DATA_BYTES:
         return False
     if X.ndim != 2 or X.shape[0] < 2:
         return False
@@ -97,6 +101,8 @@ class SimplexProblem:
     Parameters
     ----------
     X : array or CSR matrix, shape (m, d)
+        Held as given, except dense in-memory rows far from the origin under the RBF kernel, which are
+        replaced by a centered copy (:func:`worth_centering`).
     y : array of +1/-1 (all +1 for one-class), shape (m,)
     C : array, shape (m,)
         Per-sample penalty ``C_i`` (> 0).

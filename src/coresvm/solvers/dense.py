@@ -558,7 +558,7 @@ def solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta,
     """One round of the cached-rows loop: solve the working set, then the exact gap of every point.
 
     The working set is solved inexactly while points outside still violate (to a tenth of the last exact
-    gap, as the core-set solver), with the core-set solver's own pairwise-step loop, at most ``round_steps``
+    gap), with the core-set solver's own pairwise-step loop, at most ``round_steps``
     steps; then the exact gradient of every point, from the working set's rows, gives the true duality gap.
     Returns (steps taken, the inner tolerance, ``a'Qa``, ``a'diag``, gap, scale, status): the status is
     :data:`ROUND_GOES_ON` or the reason to stop (converged at relative gap ``tol``, ``max_iter``, ``max_time``).
