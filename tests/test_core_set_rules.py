@@ -327,15 +327,28 @@ def test_gradient_stays_the_gram_times_the_weights_through_a_large_c_fit(monkeyp
     assert len(drift) > 3 and max(drift) < 1e-7  # 5e-10 with the symmetric Gram; 4e-4 without it
 
 
-def test_mirror_new_block_makes_the_new_rows_block_symmetric():
+def test_mirror_new_rows_over_tasks_that_straddle_the_old_and_new_rows():
+    """append_points' tasks cover old and new rows alike: every column of a new point becomes its row."""
+    from coresvm.solvers.core_set import mirror_new_rows
+
+    n, k = 150, 200
+    gram = np.random.default_rng(1).random((n + k, n + k)).astype(np.float32)
+    before = gram.copy()
+    for start in range(0, n + k, 70):
+        mirror_new_rows(gram, n, k, start, min(start + 70, n + k))
+    np.testing.assert_array_equal(gram[:, n:], gram[n:, :].T)
+    np.testing.assert_array_equal(gram[:, :n], before[:, :n])
+
+
+def test_mirror_new_rows_makes_the_new_rows_block_symmetric():
     """Tiles that do not divide the sizes, and ranges of new rows as the threads' tasks; nothing else moves."""
-    from coresvm.solvers.core_set import mirror_new_block
+    from coresvm.solvers.core_set import mirror_new_rows
 
     n, k = 150, 200
     gram = np.random.default_rng(0).random((n + k, n + k)).astype(np.float32)
     before = gram.copy()
     for start in range(n, n + k, 70):
-        mirror_new_block(gram, n, k, start, min(start + 70, n + k))
+        mirror_new_rows(gram, n, k, start, min(start + 70, n + k))
     new = gram[n:, n:]
     np.testing.assert_array_equal(new, new.T)
     np.testing.assert_array_equal(np.triu(new), np.triu(before[n:, n:]))  # the upper triangle is the source

@@ -618,36 +618,27 @@ def scale_extended_block(block, row_factors, column_factors, bias, row_signs, co
             row[j] = (r * row[j] * column_factors[j] + bias) * s * column_signs[j]
 
 
-MIRROR_ROWS = 2048  # rows of the core set's old part per task of mirror_new_rows
+MIRROR_ROWS = 2048  # rows of the core set per task of mirror_new_rows
 MIRROR_TILE = 64  # a tile of the transposed copy: 64 x 64 float32 (16 KiB) is read and written within L1
-SYMMETRIZE_ROWS = 256  # rows of the new block per task of mirror_new_block
 
 
 @njit(cache=True, nogil=True)
 def mirror_new_rows(gram, n, k, start, stop):
-    """``gram[start:stop, n:n + k] = gram[n:n + k, start:stop].T``: the new rows' entries copied to the old rows'
-    new columns, in tiles (a strided NumPy assignment per row block took twice as long)."""
+    """The new rows ``n:n + k`` copied into the columns of the rows ``start:stop``: ``gram[j, i] = gram[i, j]`` for
+    every new row ``i`` and every old row ``j``, and for the new rows ``j > i`` (the new block's lower triangle), in
+    tiles (a strided NumPy assignment per row block took twice as long).
+
+    The new block's entries (i, j) and (j, i) come from different rows of the row blocks' products, which round
+    differently (one float32 unit in 4.5% of ijcnn1's entries); the pairwise steps update ``G`` from rows, so an
+    asymmetric Gram lets ``G`` drift from ``Q a`` (ijcnn1 at C = 262,144: 1e-3 of ``max |G|`` within one solve)."""
     for i0 in range(n, n + k, MIRROR_TILE):
         i1 = min(i0 + MIRROR_TILE, n + k)
         for j0 in range(start, stop, MIRROR_TILE):
             j1 = min(j0 + MIRROR_TILE, stop)
             for i in range(i0, i1):
-                for j in range(j0, j1):
+                for j in range(j0, min(j1, n)):  # old rows
                     gram[j, i] = gram[i, j]
-
-
-@njit(cache=True, nogil=True)
-def mirror_new_block(gram, n, k, start, stop):
-    """``gram[j, i] = gram[i, j]`` for ``n <= i < j`` and ``j`` in ``[start, stop)``: the new rows' block made
-    symmetric.  Its entries (i, j) and (j, i) come from different rows of the row blocks' products, which round
-    differently (one float32 unit in 4.5% of ijcnn1's entries); the pairwise steps update ``G`` from rows, so an
-    asymmetric Gram lets ``G`` drift from ``Q a`` (ijcnn1 at C = 262,144: 1e-3 of ``max |G|`` within one solve)."""
-    for j0 in range(start, stop, MIRROR_TILE):
-        j1 = min(j0 + MIRROR_TILE, stop)
-        for i0 in range(n, j1, MIRROR_TILE):
-            i1 = min(i0 + MIRROR_TILE, j1)
-            for i in range(i0, i1):
-                for j in range(max(j0, i + 1), j1):
+                for j in range(max(j0, i + 1), j1):  # new rows below the diagonal (i >= n)
                     gram[j, i] = gram[i, j]
 
 
@@ -696,14 +687,10 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
         core.gram[n + start : n + stop, : n + k] = block
 
     def mirror_block(start: int) -> None:
-        mirror_new_rows(core.gram, n, k, start, min(start + MIRROR_ROWS, n))
-
-    def symmetrize_block(start: int) -> None:
-        mirror_new_block(core.gram, n, k, n + start, n + min(start + SYMMETRIZE_ROWS, k))
+        mirror_new_rows(core.gram, n, k, start, min(start + MIRROR_ROWS, n + k))
 
     run_row_blocks(k, rows, one_block, None)
-    run_row_blocks(n, MIRROR_ROWS, mirror_block, None)
-    run_row_blocks(k, SYMMETRIZE_ROWS, symmetrize_block, None)
+    run_row_blocks(n + k, MIRROR_ROWS, mirror_block, None)
     core.points[n : n + k] = new_points
     core.alpha[n : n + k] = new_alpha
     core.G[n : n + k] = gram_rows_product(core.gram, np.arange(n, n + k), n + k, core.alpha[: n + k])
