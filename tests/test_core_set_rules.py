@@ -294,13 +294,13 @@ def test_only_dense_rbf_rows_off_the_origin_are_centered():
     import scipy.sparse as sp
 
     from coresvm.kernels import KernelSpec
-    from coresvm.problem import worth_centering
+    from coresvm.problem import centering_shift
 
     X = np.random.default_rng(0).random((50, 4))
-    assert worth_centering(X + 5.0, KernelSpec("rbf", 1.0))
-    assert not worth_centering(X - X.mean(axis=0), KernelSpec("rbf", 1.0))  # already near the origin
-    assert not worth_centering(X + 5.0, KernelSpec("poly", 1.0, degree=2))  # not translation-invariant
-    assert not worth_centering(sp.csr_matrix(X + 5.0), KernelSpec("rbf", 1.0))  # centering would densify
+    np.testing.assert_allclose(centering_shift(X + 5.0, KernelSpec("rbf", 1.0)), (X + 5.0).mean(axis=0))
+    assert centering_shift(X - X.mean(axis=0), KernelSpec("rbf", 1.0)) is None  # already near the origin
+    assert centering_shift(X + 5.0, KernelSpec("poly", 1.0, degree=2)) is None  # not translation-invariant
+    assert centering_shift(sp.csr_matrix(X + 5.0), KernelSpec("rbf", 1.0)) is None  # centering would densify
 
 
 def test_gradient_stays_the_gram_times_the_weights_through_a_large_c_fit(monkeypatch):

@@ -16,7 +16,7 @@ from coresvm.svc import CoreSVC
 @pytest.fixture
 def checkerboard_on_disk(tmp_path):
     X, y = make_checkerboard(6000, random_state=3)
-    # Centered: in-memory rows far from the origin are centered before solving (problem.worth_centering), which
+    # Centered: in-memory rows far from the origin are centered before solving (problem.centering_shift), which
     # changes the float32 rounding; memory-mapped rows are read as they are.
     X -= 2.0  # the board's center
     path = tmp_path / "X.npy"

@@ -73,25 +73,25 @@ def worth_densifying(X) -> bool:
     return size * 8 <= DENSE_DATA_BYTES and X.nnz >= break_even * size
 
 
-def worth_centering(X, kernel: KernelSpec) -> bool:
-    """Whether to solve on ``X`` minus its mean: an RBF kernel depends only on ``a - b``, so every kernel value is
-    the same in exact arithmetic, but kernel blocks compute ``|a - b|^2`` as ``|a|^2 + |b|^2 - 2 <a, b>``, whose
-    rounding grows with the norms; in float32 (the core set's Gram, the dense solver's cached rows) that costs
-    digits.  On the checkerboard (``[0, 4]^2``; 4,000,000 points at C = 10,240) a face of 3,000 support vectors
-    had a Gram error of norm 5.9e-4, six times its smallest eigenvalue ``1/C``; their Newton steps failed and fits
-    took 76-118 s or hit ``max_iter``.  Centered, the error
-    was 9e-5 and the fits took 6-8 s.  Done for in-memory dense rows whose mean is farther from the origin than
-    their spread (the rounding then at least halves) and whose centered copy fits :data:`DENSE_DATA_BYTES`, for
-    every solver: the copy is one per problem (one per one-vs-one pair, of its rows)."""
+def centering_shift(X, kernel: KernelSpec) -> np.ndarray | None:
+    """The mean of ``X`` when the solvers should work on ``X`` minus it, else None.
+
+    An RBF kernel depends only on ``a - b``, so every kernel value is the same in exact arithmetic, but kernel
+    blocks compute ``|a - b|^2`` as ``|a|^2 + |b|^2 - 2 <a, b>``, whose rounding grows with the norms; in float32
+    (the core set's Gram, the dense solver's cached rows) that costs digits.  On the checkerboard (``[0, 4]^2``;
+    4,000,000 points at C = 10,240) a face of 3,000 support vectors had a Gram error of norm 5.9e-4, six times its
+    smallest eigenvalue ``1/C``; their Newton steps failed and fits took 76-118 s or hit ``max_iter``.  Centered,
+    the error was 9e-5 and the fits took 6-8 s.  Done for in-memory dense rows whose mean is farther from the
+    origin than their spread (the rounding then at least halves) and whose centered copy fits
+    :data:`DENSE_DATA_BYTES`, for every solver: the copy is one per problem (one per one-vs-one pair, of its rows).
+    """
     if kernel.name != "rbf" or type(X) is not np.ndarray or X.dtype not in (np.float32, np.float64):
-        return False
-    if X.nbytes > DENSE_DATA_BYTES:
-        return False
-    if X.ndim != 2 or X.shape[0] < 2:
-        return False
+        return None
+    if X.nbytes > DENSE_DATA_BYTES or X.ndim != 2 or X.shape[0] < 2:
+        return None
     mean = X.mean(axis=0)
     spread = float(np.mean(np.einsum("ij,ij->i", X, X))) - float(mean @ mean)  # the total variance
-    return float(mean @ mean) > spread
+    return mean if float(mean @ mean) > spread else None
 
 
 @dataclass
@@ -102,7 +102,7 @@ class SimplexProblem:
     ----------
     X : array or CSR matrix, shape (m, d)
         Held as given, except dense in-memory rows far from the origin under the RBF kernel, which are
-        replaced by a centered copy (:func:`worth_centering`).
+        replaced by a centered copy (:func:`centering_shift`).
     y : array of +1/-1 (all +1 for one-class), shape (m,)
     C : array, shape (m,)
         Per-sample penalty ``C_i`` (> 0).
@@ -139,8 +139,9 @@ class SimplexProblem:
             self.X = MappedRows(self.X)  # row reads that keep the map's resident pages bounded
         if self.compact and sp.issparse(self.X) and worth_densifying(self.X):
             self.X = self.X.toarray()
-        if worth_centering(self.X, self.kernel):
-            self.X = self.X - self.X.mean(axis=0)
+        shift = centering_shift(self.X, self.kernel)
+        if shift is not None:
+            self.X = self.X - shift
         if not self.compact or self.label_gram is not None:
             self.y = np.ascontiguousarray(self.y, dtype=np.float64)
         if self.label_gram is not None:
