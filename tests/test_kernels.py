@@ -18,6 +18,8 @@ from coresvm.kernels import (
     kernel_diagonal,
     kernel_product,
     resolve_gamma,
+    sparse_exp_sums,
+    sparse_times_dense,
     squared_norms,
 )
 from coresvm.problem import SimplexProblem, extended_column, extended_row
@@ -162,6 +164,44 @@ def test_float32_products_sum_in_float64(layout):
     assert np.max(np.abs(expected) / total) < 2e-3  # the cancellation this test is about
     got = kernel_product(A, B, KernelSpec("rbf", gamma=0.5), coef, precision=np.float32)
     assert np.max(np.abs(got - expected) / total) < 2e-9
+
+
+def rows_of_every_length(n_columns: int, dtype, index_dtype) -> sp.csr_matrix:
+    """CSR rows with 0..9 nonzeros (the compiled loop takes four at a time, then one), unsorted indices."""
+    rng = np.random.RandomState(5)
+    rows = [rng.permutation(n_columns)[: k % 10] for k in range(40)]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(index_dtype)
+    indices = np.concatenate(rows).astype(index_dtype)
+    return sp.csr_matrix((rng.randn(len(indices)).astype(dtype), indices, indptr), shape=(40, n_columns))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("n_columns", [1, 7, 5000])  # 5,000: three column tiles, the last one partial
+def test_sparse_times_dense_equals_scipy(dtype, index_dtype, n_columns):
+    A = rows_of_every_length(23, dtype, index_dtype)
+    right = np.random.RandomState(6).randn(23, n_columns).astype(dtype)
+    got = sparse_times_dense(A, right)
+    assert got.dtype == dtype and got.flags.c_contiguous
+    expected = A.astype(np.float64) @ right.astype(np.float64)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=(1e-5 if dtype == np.float32 else 1e-12))
+
+
+def test_sparse_times_dense_other_operands_use_scipy():
+    A = rows_of_every_length(23, np.float64, np.int32)
+    right = np.random.RandomState(6).randn(40, 23).T  # not C-contiguous
+    np.testing.assert_allclose(sparse_times_dense(A, right), A @ right, atol=1e-12)
+    np.testing.assert_allclose(sparse_times_dense(A.tocsc(), np.ascontiguousarray(right)), A @ right, atol=1e-12)
+    assert sparse_times_dense(A[:0], np.ascontiguousarray(right)).shape == (0, 40)
+
+
+def test_sparse_exp_sums_equals_three_passes():
+    A = rows_of_every_length(23, np.float32, np.int32)
+    A.data *= np.float32(0.1)
+    right = (0.1 * np.random.RandomState(6).randn(23, 5000)).astype(np.float32)
+    coef = np.random.RandomState(7).randn(5000)
+    expected = np.exp(A.astype(np.float64) @ right.astype(np.float64)) @ coef
+    np.testing.assert_allclose(sparse_exp_sums(A, right, coef), expected, rtol=0, atol=2e-6 * np.abs(coef).sum())
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

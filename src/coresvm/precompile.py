@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels import FUSED_MAX_FEATURES, KernelSpec, kernel_product
+from .kernels import FUSED_MAX_FEATURES, KernelSpec, kernel_product, sparse_times_dense
 from .solvers.active_face import CHOLESKY_MAX_FACE, newton_step
 from .svc import CoreSVC
 
@@ -66,13 +66,17 @@ def _newton_steps() -> None:
 
 def _float32_products() -> None:
     """Score candidates as the core-set loop does (float32 kernel values summed in float64) in each layout the
-    small fits above miss: more features than the fused loop takes, and a sparse support against fewer dense
-    candidates."""
+    small fits above miss: more features than the fused loop takes, a sparse support against fewer dense
+    candidates, and sparse candidates against a dense support; and the sparse products of a CSR core set's
+    growth (float32) and of predictions (float64)."""
     rng = np.random.default_rng(0)
     spec = KernelSpec("rbf", gamma=0.1)
     support = rng.random((300, FUSED_MAX_FEATURES + 1))
-    for candidates, right in ((support[:200], support), (support[:20], sp.csr_matrix(support))):
+    for candidates, right in ((support[:200], support), (support[:20], sp.csr_matrix(support)),
+                              (sp.csr_matrix(support[:200]), support)):
         kernel_product(candidates, right, spec, np.ones(300), precision=np.float32)
+    for dtype in (np.float32, np.float64):
+        sparse_times_dense(sp.csr_matrix(support[:20], dtype=dtype), support.T.astype(dtype))
 
 
 def precompile(verbose: bool = False) -> float:
