@@ -1,8 +1,9 @@
 """Sparse x dense against dense x dense inner products: where the core-set solvers should densify CSR data.
 
 A core-set growth or a round of candidate scoring computes ``A_block @ B.T`` for row blocks of the training
-rows ``A`` against the core set's rows ``B`` (made dense and transposed once).  With CSR ``A`` that is SciPy's
-sparse x dense product; with ``A`` made dense it is one BLAS GEMM.  This script times both on random CSR data
+rows ``A`` against the core set's rows ``B`` (made dense and transposed once).  With CSR ``A`` that is the
+compiled sparse x dense product (``coresvm.kernels.sparse_times_dense``); with ``A`` made dense it is one BLAS
+GEMM.  This script times both on random CSR data
 for several numbers of features and densities (float32 and float64, one thread, blocks of 128 rows against
 20,000), the measurements behind ``coresvm.problem.worth_densifying``.  Writes
 ``benchmarks/results/sparse_products.md`` (or ``--out``).
@@ -27,6 +28,7 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402  (revision, library versions, results folder)
 
+from coresvm.kernels import sparse_times_dense  # noqa: E402
 from coresvm.problem import worth_densifying  # noqa: E402
 
 FEATURES = (30, 123, 300, 1000)
@@ -52,7 +54,7 @@ def time_products(n_features: int, density: float, dtype: type, rng: np.random.R
     rows = sp.random(ROWS, n_features, density=density, format="csr", random_state=rng, dtype=dtype)
     rows_dense = rows.toarray()
     starts = range(0, ROWS, BLOCK_ROWS)
-    sparse_s = best_seconds(lambda: [rows[s : s + BLOCK_ROWS] @ columns_t for s in starts])
+    sparse_s = best_seconds(lambda: [sparse_times_dense(rows[s : s + BLOCK_ROWS], columns_t) for s in starts])
     dense_s = best_seconds(lambda: [rows_dense[s : s + BLOCK_ROWS] @ columns_t for s in starts])
     per_value = 1e9 / (ROWS * COLUMNS)
     return sparse_s * per_value, dense_s * per_value

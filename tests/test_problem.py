@@ -321,13 +321,14 @@ def test_core_set_problems_read_dense_enough_csr_data_as_dense_arrays():
     from coresvm.problem import worth_densifying
 
     rng = np.random.RandomState(0)
-    dense_enough = sp.random(200, 20, density=0.2, format="csr", random_state=rng)
+    dense_enough = sp.random(200, 20, density=0.5, format="csr", random_state=rng)
     too_sparse = sp.random(200, 200, density=0.01, format="csr", random_state=rng)
     assert worth_densifying(dense_enough) and not worth_densifying(too_sparse)
-    # a9a's shape (123 binary features, 14 nonzero per row) stays sparse; 1,000 features at 10% are made dense
+    # a9a's shape (123 binary features, 14 nonzero per row) stays sparse; 1,000 features at 30% are made dense
     assert not worth_densifying(rows_with_nonzeros(1000, 123, 14))
-    assert worth_densifying(rows_with_nonzeros(1000, 1000, 100))
-    large = rows_with_nonzeros(400_000, 100, 30)
+    assert not worth_densifying(rows_with_nonzeros(1000, 1000, 100))
+    assert worth_densifying(rows_with_nonzeros(1000, 1000, 300))
+    large = rows_with_nonzeros(400_000, 100, 50)
     assert not worth_densifying(large)  # dense enough, but its dense copy would take 320 MB
     y = np.where(rng.rand(200) > 0.5, 1.0, -1.0)
     spec = KernelSpec("rbf", gamma=0.5)
@@ -336,3 +337,24 @@ def test_core_set_problems_read_dense_enough_csr_data_as_dense_arrays():
     np.testing.assert_array_equal(compact.X, dense_enough.toarray())
     assert sp.issparse(SimplexProblem(too_sparse, y, np.full(200, 1.0), spec, compact=True).X)
     assert sp.issparse(SimplexProblem(dense_enough, y, np.full(200, 1.0), spec).X)
+
+
+def test_core_set_problems_read_sparse_enough_dense_data_as_csr():
+    """Dense arrays of one-hot-like data (KDD99-10%: 118 features, 11% nonzero) are read as CSR by the core-set
+    solvers, with the same values; denser data, few features, and the other solvers keep the dense array."""
+    from coresvm.problem import worth_sparsifying
+
+    rng = np.random.RandomState(0)
+    one_hot = sp.random(300, 118, density=0.11, random_state=rng).toarray()
+    half_full = sp.random(300, 118, density=0.5, random_state=rng).toarray()
+    few_features = sp.random(300, 8, density=0.1, random_state=rng).toarray()
+    assert worth_sparsifying(one_hot) and worth_sparsifying(one_hot.astype(np.float32))
+    assert not worth_sparsifying(half_full) and not worth_sparsifying(few_features)
+    assert not worth_sparsifying(sp.csr_matrix(one_hot)) and not worth_sparsifying(one_hot.astype(np.int64))
+    y = np.where(rng.rand(300) > 0.5, 1.0, -1.0)
+    spec = KernelSpec("rbf", gamma=0.5)
+    compact = SimplexProblem(one_hot, y, np.full(300, 1.0), spec, compact=True)
+    assert sp.issparse(compact.X)
+    np.testing.assert_array_equal(compact.X.toarray(), one_hot)
+    assert isinstance(SimplexProblem(one_hot, y, np.full(300, 1.0), spec).X, np.ndarray)
+    assert isinstance(SimplexProblem(half_full, y, np.full(300, 1.0), spec, compact=True).X, np.ndarray)

@@ -51,26 +51,41 @@ from .kernels import (
 )
 
 PARALLEL_MIN_WORK = 200_000  # kernel values below which threads cost more than they save
-# CSR data is made dense for the core-set solvers when BLAS's dense products would be faster than SciPy's sparse x
-# dense ones (a row block against the columns, made dense and transposed once: kernels.RightOperand) and the dense
-# copy fits DENSE_DATA_BYTES.  A sparse product costs about one pass over a dense row of the right operand per
-# nonzero, and those rows fall out of cache as the number of features d grows; a dense one costs d multiply-adds
-# at full speed.  Float32 products, one thread, 128 rows against 20,000 (benchmarks/results/sparse_products.md):
-# dense became faster between densities 0.15 and 0.2 at d = 30 and 123, 0.1 and 0.15 at d = 300, and 0.05 and 0.1
-# at d = 1,000; the rule DENSE_BREAK_EVEN / (1 + d / DENSE_FEATURES_SCALE) follows those points (0.19, 0.16,
-# 0.125, 0.067).  a9a (d = 123, 11% nonzero) stays sparse: its fit took 4.3-5.7 s against 5.3-7.1 s dense.
-# Float64 products (tol < 1e-3) break even at somewhat lower densities.
-DENSE_BREAK_EVEN = 0.2
-DENSE_FEATURES_SCALE = 500.0
+# The core-set solvers read CSR data as a dense array, and dense data as CSR, whichever makes their row-block
+# products faster (a row block against the columns, made dense and transposed once: kernels.RightOperand); a dense
+# copy must fit DENSE_DATA_BYTES.  A sparse product (kernels.sparse_times_dense) costs about one pass over a tile
+# of the right operand's rows per nonzero; a dense one (BLAS) costs d multiply-adds at full speed.  Products of
+# 128 rows against 20,000, one thread (benchmarks/results/sparse_products.md): sparse stayed faster up to density
+# 0.5 at d = 30 (float32) and broke even between 0.3 and 0.5 at d = 123 and 300, near 0.3 at d = 1,000 (float64:
+# about 0.05 lower).  The rule DENSE_BREAK_EVEN / (1 + d / DENSE_FEATURES_SCALE) gives 0.39, 0.38, 0.35 and 0.27.
+# Dense data of few features stays dense whatever its density: the fused loop (kernels.fused_rbf_sums) takes it.
+DENSE_BREAK_EVEN = 0.4
+DENSE_FEATURES_SCALE = 2000.0
+SPARSE_MIN_FEATURES = 16
 DENSE_DATA_BYTES = 256 * 2**20
 
 
+def dense_break_even(n_features: int) -> float:
+    """The density above which dense row-block products beat sparse ones (see :data:`DENSE_BREAK_EVEN`)."""
+    return DENSE_BREAK_EVEN / (1.0 + n_features / DENSE_FEATURES_SCALE)
+
+
 def worth_densifying(X) -> bool:
-    """Whether the core-set solvers should read CSR ``X`` as a dense array: dense enough (see
-    :data:`DENSE_BREAK_EVEN`) and a dense copy of at most :data:`DENSE_DATA_BYTES`."""
+    """Whether the core-set solvers should read CSR ``X`` as a dense array: dense enough
+    (:func:`dense_break_even`) and a dense copy of at most :data:`DENSE_DATA_BYTES`."""
     size = X.shape[0] * X.shape[1]
-    break_even = DENSE_BREAK_EVEN / (1.0 + X.shape[1] / DENSE_FEATURES_SCALE)
-    return size * 8 <= DENSE_DATA_BYTES and X.nnz >= break_even * size
+    return size * 8 <= DENSE_DATA_BYTES and X.nnz >= dense_break_even(X.shape[1]) * size
+
+
+def worth_sparsifying(X) -> bool:
+    """Whether the core-set solvers should read a dense in-memory ``X`` as CSR: at least
+    :data:`SPARSE_MIN_FEATURES` features and fewer nonzeros than :func:`dense_break_even` (KDD99-10%: 118
+    features, 11% nonzero, one-hot columns; its scoring took 1.27 ns per kernel value dense and 0.43 as CSR)."""
+    if type(X) is not np.ndarray or X.ndim != 2 or X.dtype not in (np.float32, np.float64):
+        return False
+    if X.shape[1] < SPARSE_MIN_FEATURES or X.size == 0:
+        return False
+    return np.count_nonzero(X) < dense_break_even(X.shape[1]) * X.size
 
 
 def centering_shift(X, kernel: KernelSpec) -> np.ndarray | None:
@@ -102,7 +117,9 @@ class SimplexProblem:
     ----------
     X : array or CSR matrix, shape (m, d)
         Held as given, except dense in-memory rows far from the origin under the RBF kernel, which are
-        replaced by a centered copy (:func:`centering_shift`).
+        replaced by a centered copy (:func:`centering_shift`), and, for the core-set solvers (``compact``), CSR
+        data dense enough and dense data sparse enough, which are read in the other layout
+        (:func:`worth_densifying`, :func:`worth_sparsifying`).
     y : array of +1/-1 (all +1 for one-class), shape (m,)
     C : array, shape (m,)
         Per-sample penalty ``C_i`` (> 0).
@@ -139,6 +156,8 @@ class SimplexProblem:
             self.X = MappedRows(self.X)  # row reads that keep the map's resident pages bounded
         if self.compact and sp.issparse(self.X) and worth_densifying(self.X):
             self.X = self.X.toarray()
+        elif self.compact and worth_sparsifying(self.X):
+            self.X = sp.csr_matrix(self.X)
         shift = centering_shift(self.X, self.kernel)
         if shift is not None:
             self.X = self.X - shift
