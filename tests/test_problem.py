@@ -342,15 +342,22 @@ def test_core_set_problems_read_dense_enough_csr_data_as_dense_arrays():
 def test_core_set_problems_read_sparse_enough_dense_data_as_csr():
     """Dense arrays of one-hot-like data (KDD99-10%: 118 features, 11% nonzero) are read as CSR by the core-set
     solvers, with the same values; denser data, few features, and the other solvers keep the dense array."""
-    from coresvm.problem import worth_sparsifying
+    from coresvm.problem import sparse_layout
 
     rng = np.random.RandomState(0)
     one_hot = sp.random(300, 118, density=0.11, random_state=rng).toarray()
     half_full = sp.random(300, 118, density=0.5, random_state=rng).toarray()
     few_features = sp.random(300, 8, density=0.1, random_state=rng).toarray()
-    assert worth_sparsifying(one_hot) and worth_sparsifying(one_hot.astype(np.float32))
-    assert not worth_sparsifying(half_full) and not worth_sparsifying(few_features)
-    assert not worth_sparsifying(sp.csr_matrix(one_hot)) and not worth_sparsifying(one_hot.astype(np.int64))
+    for dtype in (np.float64, np.float32):
+        copy = sparse_layout(one_hot.astype(dtype))
+        assert copy.dtype == dtype and copy.has_canonical_format
+        np.testing.assert_array_equal(copy.toarray(), one_hot.astype(dtype))
+    assert sparse_layout(half_full) is None and sparse_layout(few_features) is None
+    assert sparse_layout(sp.csr_matrix(one_hot)) is None and sparse_layout(one_hot.astype(np.int64)) is None
+    assert sparse_layout(np.zeros((0, 118))) is None
+    empty_rows = one_hot.copy()
+    empty_rows[::3] = 0.0
+    np.testing.assert_array_equal(sparse_layout(empty_rows).toarray(), empty_rows)
     y = np.where(rng.rand(300) > 0.5, 1.0, -1.0)
     spec = KernelSpec("rbf", gamma=0.5)
     compact = SimplexProblem(one_hot, y, np.full(300, 1.0), spec, compact=True)
