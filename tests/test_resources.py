@@ -26,7 +26,7 @@ from coresvm import CoreSVC, load_model, save_model
 from coresvm.datasets import make_checkerboard
 from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import core_set_capacity, gram_dtype
+from coresvm.solvers.core_set import budget_capacity, core_set_capacity, gram_dtype
 from coresvm.solvers.driver import run_engine
 
 ALL_SOLVERS = ["coreset", "cvm", "bvm", "sphere", "mnsvm", "fw", "mfw", "swap", "partan"]
@@ -73,9 +73,10 @@ def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
     for nbytes, itemsize, gram_tol, max_points in grams:  # float32/float64 by the run's tolerance (eps for gsvm)
         assert nbytes <= max(budget, 64 * 64 * itemsize)
         # no larger than the budget allows, nor than the problem needs (max_points)
-        assert nbytes <= min(core_set_capacity(budget, gram_tol), max_points or np.inf) ** 2 * itemsize
+        assert nbytes <= budget_capacity(budget, gram_tol, max_points) ** 2 * itemsize
+        assert budget_capacity(budget, gram_tol, max_points) <= core_set_capacity(budget, gram_tol)
         if solver not in ("coreset", "cvm"):  # fixed Gram matrices are allocated at their capacity at once
-            assert nbytes == min(core_set_capacity(budget, gram_tol), max_points or np.inf) ** 2 * itemsize
+            assert nbytes == budget_capacity(budget, gram_tol, max_points) ** 2 * itemsize
     for nbytes, itemsize in reserved:
         assert nbytes <= max(budget, 64 * 64 * itemsize)
     assert (len(grams) == 1) == (solver in ("coreset", "cvm", "sphere", "mnsvm"))

@@ -101,7 +101,8 @@ class CoreEstimatorBase(BaseEstimator):
 
     Subclasses set the class attributes below to their own rules and call the ``_validated_*`` methods in
     ``fit`` and prediction.  Every input form the solvers read is accepted: dense arrays (float64 or
-    float32, kept as they are), CSR matrices (made canonical, never densified), memory-mapped ``.npy``
+    float32, kept as they are), CSR matrices (made canonical; the core-set solvers read dense-enough ones as
+    a dense copy), memory-mapped ``.npy``
     arrays (checked in row blocks, never copied) and Zarr arrays (decompressed once into a temporary
     ``.npy`` map, :func:`coresvm.data.zarr_as_memmap`).
     """

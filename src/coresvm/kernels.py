@@ -3,7 +3,7 @@
 Two evaluation paths share one definition of each kernel:
 
 * :func:`kernel_block` evaluates a rectangular block ``k(A, B)`` through BLAS
-  (``A @ B.T`` on dense or CSR data, never densifying sparse input), and
+  (``A @ B.T`` on dense or CSR data; a sparse side is made dense only when small), and
   :func:`kernel_product` the product ``k(A, B) @ coef`` in cache-sized blocks on
   threads (prediction, scoring core-set candidates).
 * The compiled primitives (:func:`kernel_from_dot`, :func:`row_to_dense`,
@@ -245,8 +245,8 @@ def apply_kernel_to_dots(dots: np.ndarray, spec: KernelSpec, norms_a, norms_b) -
 def kernel_block(A, B, spec: KernelSpec, norms_a=None, norms_b=None, precision: type = np.float64) -> np.ndarray:
     """Kernel values ``k(a_i, b_j)`` as a dense array of ``precision`` (float64 unless told), through BLAS.
 
-    ``A`` and ``B`` may each be dense or CSR; sparse inputs are never densified
-    beyond the smaller side's rows (:func:`inner_products`).  ``precision=np.float32`` multiplies and
+    ``A`` and ``B`` may each be dense or CSR; of two sparse inputs only the smaller side's rows are made dense,
+    when that takes at most 64 MiB (:func:`inner_products`).  ``precision=np.float32`` multiplies and
     exponentiates in float32 (the core-set solvers' float32 Gram matrices).
     """
     dots = inner_products(A, B, precision)
@@ -271,6 +271,7 @@ def _add_four_scaled(out, v1, b1, v2, b2, v3, b3, v4, b4):
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _add_scaled(out, v, b):
+    """``out += v b``: a row's last one to three nonzeros."""
     for j in range(out.shape[0]):
         out[j] += v * b[j]
 
@@ -508,10 +509,11 @@ def _product_operands(A, B):
     """Dense or sparse operands for a blocked product of ``A`` against a small ``B`` (support vectors, an active
     set): a sparse ``B`` is made dense when that costs at most 64 MiB, which keeps sparse ``A`` sparse and makes
     the product one sparse x dense call; when ``A`` has fewer than :data:`FEW_ROWS` rows, and fewer than a sparse
-    ``B``, ``A`` is made dense instead."""
+    ``B``, or ``B`` is too large, ``A`` is made dense instead (if it has fewer rows than ``B``)."""
     n_a, n_b = A.shape[0], B.shape[0]
     if sp.issparse(B):
-        if n_a < min(n_b, FEW_ROWS) and dense_copy_fits(A):
+        few_rows = n_a < min(n_b, FEW_ROWS)
+        if (few_rows or not dense_copy_fits(B)) and n_a < n_b and dense_copy_fits(A):
             # Few rows against more sparse ones (CVM's candidates against a core set): densify the few and
             # keep B sparse, so a product reads B's nonzeros once instead of copying B dense (and
             # transposed) per call (CVM on w8a: ~12 -> ~3 ms per round of 59 candidates x 3,800 rows).

@@ -33,7 +33,7 @@ from ._validation import caller_stacklevel, check_choice, check_kernel_range, ch
 from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
 from .kernels import kernel_product, resolve_gamma, squared_norms, within_process_thread_limit
 from .problem import SimplexProblem
-from .solvers.core_set import core_set_capacity
+from .solvers.core_set import budget_capacity
 from .solvers.driver import run_engine
 from .solvers.options import (
     CoreSetLoopOptions,
@@ -366,7 +366,7 @@ class CoreOneClassSVM(OutlierMixin, CoreEstimatorBase):
     def _warn_if_unconverged(self, result, options: SolverOptions) -> None:
         core_set_message = (
             f"CoreOneClassSVM: the core set filled its memory budget (cache_size={self.cache_size:g} MB holds "
-            f"{core_set_capacity(options.cache_bytes, options.tol)} points) before convergence; the model so "
+            f"{budget_capacity(options.cache_bytes, options.tol)} points) before convergence; the model so "
             "far is kept. Increase cache_size, or C (fewer support vectors; C='auto' gives about "
             "nu * n_samples of them).") if result.status == "core_set_full" else None
         # at the first frame outside coresvm (fit is decorated)

@@ -189,11 +189,11 @@ class SimplexProblem:
             self.X = MappedRows(self.X)  # row reads that keep the map's resident pages bounded
         if self.compact and sp.issparse(self.X) and worth_densifying(self.X):
             self.X = self.X.toarray()
-        elif self.compact and (sparse_copy := sparse_layout(self.X)) is not None:
-            self.X = sparse_copy
         shift = centering_shift(self.X, self.kernel)
         if shift is not None:
-            self.X = self.X - shift
+            self.X = self.X - shift  # before the CSR copy: centered rows are dense, and need the centering
+        elif self.compact and (sparse_copy := sparse_layout(self.X)) is not None:
+            self.X = sparse_copy
         if not self.compact or self.label_gram is not None:
             self.y = np.ascontiguousarray(self.y, dtype=np.float64)
         if self.label_gram is not None:
@@ -209,8 +209,7 @@ class SimplexProblem:
         # broadcast: 1/C and, for RBF, the diagonal of Q are then single numbers.
         self._inv_c_value = 1.0 / C.flat[0] if is_constant_array(C) else None
         self._inv_c = None if self._inv_c_value is not None else np.ascontiguousarray(1.0 / C)
-        self._norms = self._diag = None
-        self.data = as_solver_data(self.X.array if isinstance(self.X, MappedRows) else self.X)
+        self._norms = self._diag = self._data = None
         if not self.compact or sp.issparse(self.X):
             self._norms = squared_norms(self.X)
         if not self.compact:
@@ -228,6 +227,14 @@ class SimplexProblem:
     # and the RBF diagonal are scalars when constant, squared norms are computed
     # for the rows read.  The values equal the full arrays' entries bit for bit
     # (row-wise einsum; the same elementwise formulas).
+    @property
+    def data(self):
+        """``X`` for the compiled loops (:func:`~coresvm.kernels.as_solver_data`), made on first use: the core-set
+        solvers never read it, and for CSR it is a float64 / int64 copy."""
+        if self._data is None:
+            self._data = as_solver_data(self.X.array if isinstance(self.X, MappedRows) else self.X)
+        return self._data
+
     @property
     def norms(self) -> np.ndarray:
         """Squared norms of every row (materialized on first use in a compact problem)."""

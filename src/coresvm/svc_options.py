@@ -16,7 +16,7 @@ from .cache import cache_budgets
 from .estimator import warn_unconverged
 from .kernels import KernelSpec
 from .multiclass import BinaryModel
-from .solvers.core_set import core_set_capacity
+from .solvers.core_set import budget_capacity
 from .solvers.driver import JOINT_BALL_RULES
 from .solvers.engine import SECOND_VERTEX_RULES
 from .solvers.geometric import STOPPING_RULES
@@ -214,7 +214,7 @@ class SVCParameters:
             budget = cache_budgets(self.cache_size)[1]
             core_set_message = (
                 f"{what}: the core set filled its memory budget (cache_size={self.cache_size!r}: "
-                f"{budget / 2**20:.4g} MB holds {core_set_capacity(budget, float(solver_tol))} points) before "
+                f"{budget / 2**20:.4g} MB holds {budget_capacity(budget, float(solver_tol))} points) before "
                 f"convergence (relative gap {relative_gap:.2e}); the model so far is kept. Increase cache_size.")
         # Called from fit's helpers, under fit's decorators: the warning points at the first frame outside coresvm.
         warn_unconverged(what, status, relative_gap, self.tol, caller_stacklevel(), core_set_message)

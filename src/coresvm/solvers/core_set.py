@@ -453,9 +453,17 @@ def core_set_capacity(budget_bytes: int, tol: float) -> int:
 # Gram rows of 8 (mod 16) values: a row length with a large power-of-two factor maps the rows of a tile to the same
 # cache sets.  The tiled transpose of a growth (mirror_new_rows, 4,000 new rows against 18,000) copied 0.05-0.09
 # billion values a second at 32,768 and 49,152 values per row, 0.3-0.5 at 32,512, 32,560 and 40,000, and 0.9 at
-# 32,776 and 33,000 (rows of 8 mod 16 values); a9a's first 32,512 rows grew in 2.6 s, its 32,561 in 1.7 s.
+# 32,776 and 33,000 (rows of 8 mod 16 values).  ijcnn1's first 32,768 rows grew in 0.52 s, its first 32,760 in 0.21 s.
 ROW_LENGTH_MODULUS, ROW_LENGTH_RESIDUE = 16, 8
 ROW_LENGTH_MIN = 2048  # shorter rows stay as they are: their tiles fit in cache whatever their alignment
+
+
+def budget_capacity(budget_bytes: int, tol: float, max_points: int | None = None) -> int:
+    """The points a core set of ``budget_bytes`` holds (:meth:`CoreSetState.within_budget`): the budget's
+    :func:`core_set_capacity`, or ``max_points`` when fewer, moved by :func:`cache_friendly_capacity`."""
+    ceiling = core_set_capacity(budget_bytes, tol)
+    capacity = ceiling if max_points is None else max(1, min(ceiling, int(max_points)))
+    return cache_friendly_capacity(capacity, ceiling)
 
 
 def cache_friendly_capacity(capacity: int, ceiling: int) -> int:
@@ -473,7 +481,8 @@ class CoreSetState:
     """The core set: its points, weights, gradient ``G = Q a`` on it, and its Gram matrix.
 
     The Gram matrix is reserved at the largest size the byte budget allows (and no larger than the
-    problem); the system provides its pages only when first written (:func:`~coresvm.cache.lazy_zeros`),
+    problem, give or take the 15 points of :func:`cache_friendly_capacity`); the system provides its pages
+    only when first written (:func:`~coresvm.cache.lazy_zeros`),
     so only the leading ``size x size`` block becomes resident.  A growable core set (:meth:`growable`:
     the core-set loop) falls back to starting small and doubling, copying its leading block, where
     reserving the address space is not free or is refused.  Entries are float32 unless the tolerance is below 1e-3;
@@ -499,9 +508,7 @@ class CoreSetState:
         one-vs-one pair) small and contiguous instead of a few rows of a
         budget-sized matrix.
         """
-        ceiling = core_set_capacity(budget_bytes, tol)
-        capacity = ceiling if max_points is None else max(1, min(ceiling, int(max_points)))
-        return cls.empty(cache_friendly_capacity(capacity, ceiling), gram_dtype(tol))
+        return cls.empty(budget_capacity(budget_bytes, tol, max_points), gram_dtype(tol))
 
     @classmethod
     def growable(cls, budget_bytes: int, tol: float, max_points: int, initial: int = 1024) -> CoreSetState:

@@ -12,7 +12,7 @@ from ..problem import SimplexProblem
 from .core_set import (
     FLOAT32_GRAM_MIN_TOL,
     CoreSetState,
-    core_set_capacity,
+    budget_capacity,
     exact_gradient,
     solve_core_set,
 )
@@ -285,7 +285,8 @@ def ball_gram_tol(eps: float, eta: float) -> float:
 
 
 def ball_gram(budget_bytes: int, tol: float, m: int) -> np.ndarray:
-    """The SVs' Gram of 'sphere' and 'mnsvm': as many points as ``budget_bytes`` allow, at most ``m``.
+    """The SVs' Gram of 'sphere' and 'mnsvm': as many points as ``budget_bytes`` allow, at most ``m`` (give or
+    take the 15 points of :func:`~coresvm.solvers.core_set.cache_friendly_capacity`).
 
     It cannot grow inside the compiled loop, so it is reserved at once; where the system refuses that (an
     address-space limit such as ``ulimit -v``, or strict overcommit), the error says so instead of a bare
@@ -293,7 +294,7 @@ def ball_gram(budget_bytes: int, tol: float, m: int) -> np.ndarray:
     try:
         return CoreSetState.within_budget(budget_bytes, tol, max_points=m).gram
     except MemoryError as error:
-        points = min(core_set_capacity(budget_bytes, tol), m)
+        points = budget_capacity(budget_bytes, tol, m)
         raise MemoryError(
             f"the support vectors' Gram matrix ({points} points, {budget_bytes / 2**20:.4g} MB of cache_size) could "
             f"not be reserved: the system refused it (an address-space limit such as ulimit -v, or strict "
