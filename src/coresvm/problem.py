@@ -101,6 +101,7 @@ def sparse_layout(X) -> sp.csr_matrix | None:
 
 @njit(cache=True, nogil=True)
 def _count_row_nonzeros(X, counts):
+    """``counts[i]`` = the nonzeros of row ``i`` (the CSR copy's row lengths)."""
     for i in range(X.shape[0]):
         row = X[i]
         c = 0
@@ -111,6 +112,7 @@ def _count_row_nonzeros(X, counts):
 
 @njit(cache=True, nogil=True)
 def _fill_csr(X, indptr, indices, data):
+    """The nonzeros of each row of ``X`` and their columns, in column order, at ``indptr[i]`` on."""
     for i in range(X.shape[0]):
         row = X[i]
         p = indptr[i]
