@@ -518,7 +518,8 @@ def _product_operands(A, B):
             # keep B sparse, so a product reads B's nonzeros once instead of copying B dense (and
             # transposed) per call (CVM on w8a: ~12 -> ~3 ms per round of 59 candidates x 3,800 rows).
             # Thousands of rows (a core-set round's candidates) are better as sparse rows against B made dense
-            # once: a9a's scoring, 5,000 candidates x 20,000 support vectors, took 1.35 s against 1.1 s.
+            # once: a9a's scoring (about 5,000 candidates a round against 20,000 support vectors) took 1.6-1.7 s of
+            # a fit the first way, 1.1 s this way.
             A = A.toarray() if sp.issparse(A) else A
         elif dense_copy_fits(B):
             B = B.toarray()
