@@ -393,7 +393,7 @@ def test_gram_rows_avoid_lengths_with_a_large_power_of_two_factor(monkeypatch):
     """Core sets of 2,048 points or more get Gram rows of 8 (mod 16) values: 32,768 values per row slowed a growth's
     transposed copy 5-10x.  The capacity moves up by at most 15 points, never past the budget's, else down."""
     import coresvm.solvers.core_set as core_set_module
-    from coresvm.solvers.core_set import CoreSetState, cache_friendly_capacity
+    from coresvm.solvers.core_set import CoreSetState, budget_capacity, cache_friendly_capacity
 
     assert cache_friendly_capacity(32768, 10**6) == 32776
     assert cache_friendly_capacity(32768, 32768) == 32760
@@ -408,6 +408,7 @@ def test_gram_rows_avoid_lengths_with_a_large_power_of_two_factor(monkeypatch):
     budget = 32768 * 32768 * 4
     core = CoreSetState.growable(budget, 1e-2, max_points=10**6)
     assert core.capacity == 32760 and core.gram.nbytes <= budget
+    assert budget_capacity(budget, 1e-2) == 32760 and budget_capacity(2**33, 1e-2, 32768) == 32776
 
 
 def test_mirror_new_rows_copies_the_new_rows_into_the_old_rows_columns():

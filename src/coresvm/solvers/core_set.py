@@ -519,8 +519,7 @@ class CoreSetState:
         (:func:`~coresvm.cache.address_space_is_lazy`: strict overcommit, ``ulimit -v``, other systems) or
         is refused, the Gram starts at ``initial`` points and doubles as the core set grows
         (:meth:`reserve`)."""
-        ceiling = core_set_capacity(budget_bytes, tol)
-        limit = cache_friendly_capacity(max(1, min(ceiling, int(max_points))), ceiling)
+        limit = budget_capacity(budget_bytes, tol, max_points)
         core = None
         if address_space_is_lazy():
             try:
