@@ -14,11 +14,13 @@ from coresvm.problem import SimplexProblem
 from coresvm.solvers.core_set import (
     EXTREME_BLOCK,
     PLAIN_SCAN_MAX,
+    SECOND_VERTEX_RULES,
     draws_to_pass,
     duality_gap_weights,
     first_largest_positive,
     first_smallest,
     l2svm_duality_gap,
+    select_second_vertex,
     violator_upper_bound,
 )
 from coresvm.solvers.driver import SolverOptions, run_engine
@@ -327,17 +329,19 @@ def test_gradient_stays_the_gram_times_the_weights_through_a_large_c_fit(monkeyp
     assert len(drift) > 3 and max(drift) < 1e-7  # 5e-10 with the symmetric Gram; 4e-4 without it
 
 
-def test_mirror_new_rows_over_tasks_that_straddle_the_old_and_new_rows():
-    """append_points' tasks cover old and new rows alike: every column of a new point becomes its row."""
+@pytest.mark.parametrize(("n", "k", "task"), [(150, 200, 70), (300, 600, 170), (700, 300, 2048)])
+def test_mirror_new_rows_over_tasks_that_straddle_the_old_and_new_rows(n, k, task):
+    """append_points' tasks cover old and new rows alike: every column of a new point becomes its row (sizes
+    below, across and beyond several bands and tiles of the copy)."""
     from coresvm.solvers.core_set import mirror_new_rows
 
-    n, k = 150, 200
     gram = np.random.default_rng(1).random((n + k, n + k)).astype(np.float32)
     before = gram.copy()
-    for start in range(0, n + k, 70):
-        mirror_new_rows(gram, n, k, start, min(start + 70, n + k))
+    for start in range(0, n + k, task):
+        mirror_new_rows(gram, n, k, start, min(start + task, n + k))
     np.testing.assert_array_equal(gram[:, n:], gram[n:, :].T)
     np.testing.assert_array_equal(gram[:, :n], before[:, :n])
+    np.testing.assert_array_equal(np.triu(gram[n:, n:]), np.triu(before[n:, n:]))  # the upper triangle is the source
 
 
 def test_mirror_new_rows_makes_the_new_rows_block_symmetric():
@@ -442,6 +446,29 @@ def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
         position, smallest = first_smallest(values, n)
         assert position == (int(np.argmin(head)) if n else -1)
         assert smallest == (head.min() if n else np.inf)
+
+
+@pytest.mark.parametrize("n", [PLAIN_SCAN_MAX, *BLOCKED_SIZES])
+@pytest.mark.parametrize("lam", [0.0, 0.5])
+def test_mdm_partner_is_the_first_largest_active_score_above_the_toward_vertex(n, lam):
+    # Long core sets search MDM's partner in blocks; short ones scan: both must pick the first active point of
+    # the largest score above the toward vertex's (ties, no weight, the toward vertex itself, nothing above).
+    rng = np.random.default_rng(n + int(10 * lam))
+    mdm = SECOND_VERTEX_RULES["mdm"]
+    gram = np.zeros((1, 1), dtype=np.float32)  # MDM reads no Gram row
+    for trial in range(30):
+        G = rng.integers(-3, 4, size=n + 3).astype(float)
+        G[n:] = 10.0  # past n: ignored
+        alpha = np.where(rng.random(n + 3) < (0.02 if trial == 7 else 0.6), rng.random(n + 3), 0.0)
+        diag = rng.integers(1, 3, size=n + 3).astype(float)
+        scores = G - 0.5 * lam * diag
+        p_i = int(np.argmin(scores[:n]))
+        best = float(scores[p_i])
+        if trial == 3:
+            alpha[:n] = np.where(scores[:n] == best, alpha[:n], 0.0)  # no active point above the toward vertex
+        above = [t for t in range(n) if alpha[t] > 0 and t != p_i and scores[t] > best]
+        expected = max(above, key=lambda t: (scores[t], -t)) if above else -1
+        assert select_second_vertex(gram, alpha, G, diag, n, lam, p_i, best, mdm, 1.0, G[:0]) == expected
 
 
 def test_core_set_stops_growing_with_a_clear_warning_when_the_system_refuses_memory(monkeypatch):
