@@ -435,8 +435,10 @@ def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
     # The blocked searches of the pairwise step must pick exactly what one scan picks: the first position of
     # the extreme, ties included (a different pick would change the solver's path).
     rng = np.random.default_rng(n)
-    for trial in range(20):
-        values = rng.integers(-3, 4, size=n + 3).astype(float)  # many ties; entries past n must be ignored
+    for trial in range(30):
+        # many ties, then distinct values (a lane of the blocks' running extremes that is never read would show);
+        # entries past n must be ignored
+        values = (rng.integers(-3, 4, size=n + 3) if trial < 20 else rng.permutation(n + 3) - n // 2).astype(float)
         values[n:] = 10.0 if trial % 2 else -10.0
         if trial == 5:
             values[:n] = -1.0  # nothing positive
@@ -452,20 +454,33 @@ def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
 @pytest.mark.parametrize("lam", [0.0, 0.5])
 def test_mdm_partner_is_the_first_largest_active_score_above_the_toward_vertex(n, lam):
     # Long core sets search MDM's partner in blocks; short ones scan: both must pick the first active point of
-    # the largest score above the toward vertex's (ties, no weight, the toward vertex itself, nothing above).
+    # the largest score above the toward vertex's (ties, no weight, the toward vertex itself, nothing above,
+    # distinct values in every lane of a block, the winner in the last partial block).
     rng = np.random.default_rng(n + int(10 * lam))
     mdm = SECOND_VERTEX_RULES["mdm"]
     gram = np.zeros((1, 1), dtype=np.float32)  # MDM reads no Gram row
-    for trial in range(30):
-        G = rng.integers(-3, 4, size=n + 3).astype(float)
-        G[n:] = 10.0  # past n: ignored
+    for trial in range(40):
+        distinct = trial >= 30
+        G = (rng.permutation(n + 3) if distinct else rng.integers(-3, 4, size=n + 3)).astype(float)
+        G[n:] = 10.0 * n  # past n: ignored
         alpha = np.where(rng.random(n + 3) < (0.02 if trial == 7 else 0.6), rng.random(n + 3), 0.0)
-        diag = rng.integers(1, 3, size=n + 3).astype(float)
+        diag = np.ones(n + 3) if distinct else rng.integers(1, 3, size=n + 3).astype(float)
         scores = G - 0.5 * lam * diag
         p_i = int(np.argmin(scores[:n]))
         best = float(scores[p_i])
         if trial == 3:
             alpha[:n] = np.where(scores[:n] == best, alpha[:n], 0.0)  # no active point above the toward vertex
+        if trial == 5:  # the only active point above the toward vertex is the last one
+            G[n - 1] = G[:n].max() + 1.0 + lam * diag[n - 1]
+            scores = G - 0.5 * lam * diag
+            p_i = int(np.argmin(scores[:n]))
+            best = float(scores[p_i])
+            alpha[: n - 1] = np.where(scores[: n - 1] == best, alpha[: n - 1], 0.0)
+            alpha[n - 1] = 0.5
+        if trial == 6:  # p_i itself holds the largest active score (a caller's best below its own score)
+            alpha[:n] = np.where(alpha[:n] > 0, alpha[:n], 0.1)
+            p_i = int(np.argmax(scores[:n]))
+            best = float(scores[:n].min()) - 1.0
         above = [t for t in range(n) if alpha[t] > 0 and t != p_i and scores[t] > best]
         expected = max(above, key=lambda t: (scores[t], -t)) if above else -1
         assert select_second_vertex(gram, alpha, G, diag, n, lam, p_i, best, mdm, 1.0, G[:0]) == expected

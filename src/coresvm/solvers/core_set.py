@@ -162,8 +162,8 @@ def imdm_values(row_i, alpha, G, diag_w, n_w, lam, G_i, Q_ii, best, values):
 # Positions of extremes are found in two steps: the extreme of every block of EXTREME_BLOCK entries, then the first
 # entry equal to the best block's extreme.  A single loop that carries the position runs a compare and a branch per
 # entry; a block's extreme is kept in EXTREME_LANES independent running maxima, since LLVM (Numba 0.68) neither
-# vectorizes a max reduction nor splits its one chain of dependent maxima: 1.4 ns per entry as one chain, 0.3-0.4 in
-# eight (Intel Xeon, 3,800-7,000 entries).
+# vectorizes a max reduction nor splits its one chain of dependent maxima: on an Intel Xeon (3,800 entries) one chain
+# per block took 0.45 ns per entry, eight 0.29-0.35 (a single loop-long chain 1.4).
 EXTREME_BLOCK = 32
 EXTREME_LANES = 8
 PLAIN_SCAN_MAX = 256
@@ -525,9 +525,10 @@ def core_set_capacity(budget_bytes: int, tol: float) -> int:
 
 
 # Gram rows of 8 (mod 16) values: a row length with a large power-of-two factor maps the rows of a tile to the same
-# cache sets.  The tiled transpose of a growth (mirror_new_rows, 4,000 new rows against 18,000) copied 0.05-0.09
-# billion values a second at 32,768 and 49,152 values per row, 0.3-0.5 at 32,512, 32,560 and 40,000, and 0.9 at
-# 32,776 and 33,000 (rows of 8 mod 16 values).  ijcnn1's first 32,768 rows grew in 0.52 s, its first 32,760 in 0.21 s.
+# cache sets.  On an AMD EPYC the tiled transpose of a growth, when it wrote along the columns (4,000 new rows against
+# 18,000), copied 0.05-0.09 billion values a second at 32,768 and 49,152 values per row, 0.3-0.5 at 32,512, 32,560
+# and 40,000, and 0.9 at 32,776 and 33,000; ijcnn1's first 32,768 rows grew in 0.52 s, its first 32,760 in 0.21 s.
+# The copy that writes rows (mirror_new_rows) ran at 0.42-0.58 at all of these lengths on an Intel Xeon.
 ROW_LENGTH_MODULUS, ROW_LENGTH_RESIDUE = 16, 8
 ROW_LENGTH_MIN = 2048  # shorter rows stay as they are: their tiles fit in cache whatever their alignment
 
