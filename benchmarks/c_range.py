@@ -16,8 +16,6 @@ library versions.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shlex
 import sys
 import tempfile
@@ -113,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
              f"- command: `python benchmarks/c_range.py {shlex.join(argv)}`".rstrip(),
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
              f"- revision: {compare.revision()}",
-             f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+             f"- machine: {compare.machine()}",
              f"- libraries: {compare.versions()}", "",
              "Each fit ran in a fresh process after a warm-up fit of the same kind; fit s is the wall time of "
              "`fit` alone.  CoreSVC: defaults, the data set's gamma and the C given.  'x the fit at SVC's C' "

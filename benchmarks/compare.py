@@ -454,6 +454,18 @@ def versions() -> str:
     return ", ".join(found)
 
 
+def machine() -> str:
+    """Architecture, CPU model (Linux), cores and Python: the sessions' machines differ, and so do the seconds."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
+    except OSError:
+        pass
+    cpu = f"{platform.machine()}" + (f" ({model})" if model else "")
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
 def revision() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
@@ -470,7 +482,7 @@ def header(argv: list[str]) -> list[str]:
             f"- command: `python benchmarks/compare.py {shlex.join(argv)}`".rstrip(),
             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
             f"- revision: {revision()}",
-            f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+            f"- machine: {machine()}",
             f"- libraries: {versions()}", "",
             "Each method ran in a fresh process after a warm-up fit of the same kind (compiled code loaded); "
             "fit s is the wall time of `fit` alone.  CoreSVC: defaults, the data set's gamma, and C chosen on "
