@@ -210,6 +210,18 @@ def block_maxima(values, n, sign, floor, out):
     return full + 1
 
 
+@njit(inline="always", cache=True)
+def _best_block(blocks, n_blocks, floor):
+    """The first of ``blocks[:n_blocks]`` (the blocks' extremes) above ``floor`` and largest, and its value:
+    ``(-1, floor)`` when none is above.  The position searches then scan that block for the first entry equal to
+    it."""
+    block, best = -1, floor
+    for b in range(n_blocks):
+        if blocks[b] > best:
+            block, best = b, blocks[b]
+    return block, best
+
+
 @njit(cache=True)
 def first_largest(values, n, sign, floor):
     """The first position of the largest ``sign * values[t]`` above ``floor`` among ``values[:n]`` (-1 when
@@ -222,11 +234,7 @@ def first_largest(values, n, sign, floor):
                 position, best = t, x
         return position, best
     blocks = np.empty((n + EXTREME_BLOCK - 1) // EXTREME_BLOCK)
-    n_blocks = block_maxima(values, n, sign, floor, blocks)
-    block, best = -1, floor
-    for b in range(n_blocks):
-        if blocks[b] > best:
-            block, best = b, blocks[b]
+    block, best = _best_block(blocks, block_maxima(values, n, sign, floor, blocks), floor)
     if block >= 0:
         for t in range(block * EXTREME_BLOCK, min(block * EXTREME_BLOCK + EXTREME_BLOCK, n)):
             if sign * values[t] == best:
@@ -271,11 +279,7 @@ def largest_active_score(alpha, G, diag_w, n, lam, floor):
     largest and above ``floor``, or -1.  The scan of :func:`select_second_vertex`, which branches per point, took
     3.2 ns per point on 7,000 random points (Intel Xeon); these two passes 0.8-0.9 ns."""
     blocks = np.empty((n + EXTREME_BLOCK - 1) // EXTREME_BLOCK)
-    n_blocks = active_block_maxima(alpha, G, diag_w, n, lam, blocks)
-    block, best = -1, floor
-    for b in range(n_blocks):
-        if blocks[b] > best:
-            block, best = b, blocks[b]
+    block, best = _best_block(blocks, active_block_maxima(alpha, G, diag_w, n, lam, blocks), floor)
     if block >= 0:
         for t in range(block * EXTREME_BLOCK, min(block * EXTREME_BLOCK + EXTREME_BLOCK, n)):
             if alpha[t] > 0.0 and vertex_score(G[t], lam, diag_w[t]) == best:
