@@ -19,6 +19,7 @@ from coresvm.solvers.core_set import (
     duality_gap_weights,
     first_largest_positive,
     first_smallest,
+    imdm_values,
     l2svm_duality_gap,
     select_second_vertex,
     violator_upper_bound,
@@ -448,6 +449,69 @@ def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
         position, smallest = first_smallest(values, n)
         assert position == (int(np.argmin(head)) if n else -1)
         assert smallest == (head.min() if n else np.inf)
+
+
+@pytest.mark.parametrize("n", [0, 1, EXTREME_BLOCK + 1, *BLOCKED_SIZES])
+@pytest.mark.parametrize("lam", [0.0, 0.5])
+def test_update_pass_finds_the_toward_vertex_of_the_updated_gradient(n, lam):
+    # Long core sets take each block's minimum during the update's pass: the new gradient and the toward vertex
+    # (the first smallest score, ties included) must be those of the update followed by a scan.
+    from coresvm.solvers.core_set import _update_gradient_blocked
+
+    rng = np.random.default_rng(n + int(10 * lam))
+    for trial in range(20):
+        m = max(n, 1)
+        gram = rng.integers(-2, 3, size=(m, n + 3)).astype(np.float32)  # small integers: ties survive the update
+        G = rng.integers(-3, 4, size=n + 3).astype(float) if trial < 15 else rng.permutation(n + 3) - n / 2.0
+        diag = rng.integers(1, 3, size=n + 3).astype(float)
+        i, j = int(rng.integers(m)), int(rng.integers(m))
+        keep, step = (1.0, 0.5) if trial % 2 else (0.5, 1.0)
+        expected = keep * G[:n] + step * gram[i, :n].astype(float) - step * gram[j, :n].astype(float)
+        scores = expected - 0.5 * lam * diag[:n]
+        position, best, partner = _update_gradient_blocked(G, gram, i, j, keep, step, -step, diag, n, lam)
+        np.testing.assert_array_equal(G[:n], expected)
+        assert (position, best, partner) == ((int(np.argmin(scores)), scores.min(), -2) if n else (0, np.inf, -2))
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.5])
+def test_imdm_values_are_the_clipped_decreases_of_the_pairwise_step(lam):
+    # The values pass writes the decrease of the step clipped at the partner's weight (d^2 / 4c unclipped,
+    # -(d a + c a^2) clipped) in terms of the score's excess h = -d / 2.  For the L2-SVM (lam = 0) the numbers must
+    # be those formulas' bit for bit (the same partners, so the same path as before the rewrite); for lam != 0 close.
+    from coresvm.solvers.steps import pairwise_direction, partner_value
+
+    rng = np.random.default_rng(int(10 * lam))
+    n = 600
+    n_clipped = n_unclipped = 0
+    for trial in range(20):
+        A = rng.standard_normal((n, 3))
+        K = np.exp(-0.5 * ((A[:, None, :] - A[None, :, :]) ** 2).sum(-1))
+        gram = (K + np.eye(n) * rng.uniform(0.01, 1.0)).astype(np.float32)
+        alpha = rng.dirichlet(np.ones(n)) * (rng.random(n) > 0.4)
+        alpha /= alpha.sum()
+        diag = np.diag(gram).astype(float)
+        # near the optimum (scores close together) steps stop short of the partner's weight; far from it, clipped
+        G = gram.astype(float) @ alpha if trial % 2 else 1.0 + 1e-5 * rng.random(n)
+        scores = G - 0.5 * lam * diag
+        p_i = int(np.argmin(scores))
+        best = float(scores[p_i])
+        values = np.empty(n)
+        imdm_values(gram[p_i], alpha, G, diag, n, lam, G[p_i], diag[p_i], best, values)
+        expected = np.zeros(n)
+        for t in range(n):
+            d, c = pairwise_direction(G[p_i], G[t], diag[p_i], diag[t], float(gram[p_i, t]), lam)
+            if alpha[t] > 0 and scores[t] > best and c > 0 and d < 0:
+                a = alpha[t]
+                unclipped = -d < 2.0 * c * a
+                expected[t] = d * d / (4.0 * c) if unclipped else -(d * a + c * a * a)
+                assert expected[t] == pytest.approx(partner_value(d, c, a, True, 0.5), rel=1e-12)
+                n_unclipped += unclipped
+                n_clipped += not unclipped
+        if lam == 0.0:
+            np.testing.assert_array_equal(values, expected)
+        else:
+            np.testing.assert_allclose(values, expected, rtol=1e-9, atol=1e-15 * expected.max())
+    assert n_clipped > 100 and n_unclipped > 100
 
 
 @pytest.mark.parametrize("n", [PLAIN_SCAN_MAX, *BLOCKED_SIZES])
