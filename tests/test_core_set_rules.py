@@ -496,7 +496,7 @@ def test_imdm_values_are_the_clipped_decreases_of_the_pairwise_step(lam):
         p_i = int(np.argmin(scores))
         best = float(scores[p_i])
         values = np.empty(n)
-        imdm_values(gram[p_i], alpha, G, diag, n, lam, G[p_i], diag[p_i], best, values)
+        imdm_values(gram[p_i], alpha, G, diag, n, lam, diag[p_i], best, values)
         expected = np.zeros(n)
         for t in range(n):
             d, c = pairwise_direction(G[p_i], G[t], diag[p_i], diag[t], float(gram[p_i, t]), lam)

@@ -109,7 +109,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
     if second_rule == SECOND_IMDM:
         if values.shape[0] < n_w:
             values = np.empty(n_w)
-        imdm_values(Kw[p_i], alpha, G, diag_w, n_w, lam, G[p_i], diag_w[p_i], best, values)
+        imdm_values(Kw[p_i], alpha, G, diag_w, n_w, lam, diag_w[p_i], best, values)
         return first_largest_positive(values, n_w)
     if second_rule == SECOND_MDM and n_w > PLAIN_SCAN_MAX:
         p_j = largest_active_score(alpha, G, diag_w, n_w, lam, best)
@@ -145,7 +145,7 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
 # NumPy's error model: without the branch that raises Python's ZeroDivisionError, LLVM vectorizes the loop
 # (AVX2: 2.3 -> 0.7-1.1 ns per point; the search is most of a pairwise step's time).
 @njit(cache=True, error_model="numpy")
-def imdm_values(row_i, alpha, G, diag_w, n_w, lam, G_i, Q_ii, best, values):
+def imdm_values(row_i, alpha, G, diag_w, n_w, lam, Q_ii, best, values):
     """IMDM's value of every point as the partner of the toward vertex (score ``best``): the objective's
     decrease by the pairwise step clipped at the point's weight (Strack 2013, eq. 5.33); 0 where the point
     cannot be a partner (no weight, a score not above ``best``, or a flat direction).
@@ -155,7 +155,7 @@ def imdm_values(row_i, alpha, G, diag_w, n_w, lam, G_i, Q_ii, best, values):
     ``h / c`` stays below the weight ``a_t``, else ``a_t (2h - c a_t)``: the decreases ``d^2 / 4c`` and
     ``-(d a_t + c a_t^2)`` divided through by powers of two, so for ``lam = 0`` they are the same numbers bit for bit
     (the same partners), with half the arithmetic of evaluating those as written: the pass took 10-25% less time
-    (ijcnn1's core set, an Intel Xeon).  ``G_i`` is not used: ``best`` is the toward vertex's score.
+    (ijcnn1's core set, an Intel Xeon).
     """
     for t in range(n_w):
         a_t = alpha[t]
@@ -339,12 +339,12 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     The solve stops when :func:`coverage_decided` says whether ``min f <= eps`` (``tol``: an absolute gap),
     or when no active point scores above the toward vertex (``a`` is optimal).
 
-    Per step, the second-vertex search passes over the core set, then the gradient update, followed by the
-    blocked search for the next toward vertex (:func:`first_smallest`, for the L2-SVM); up to
-    :data:`PLAIN_SCAN_MAX` points the update's pass finds the toward vertex too, and with MDM also the next
-    partner, so a step is one pass.  ``n2 = a'G``, ``D`` (and ``lin'a``) are
-    updated in closed form (exact recomputation every 1024 steps bounds the drift).  Returns (steps taken,
-    the gap the rule tested: relative, or absolute for :data:`STOP_COVERAGE`).
+    Per step, the second-vertex search passes over the core set, then the gradient update, whose pass also
+    finds the next toward vertex (except on core sets over :data:`PLAIN_SCAN_MAX` points with ``lam != 0``,
+    where a scan follows it); up to that size with MDM the pass finds the next partner too, so a step is one
+    pass.  ``n2 = a'G``, ``D`` (and ``lin'a``) are updated in closed form (exact recomputation every 1024 steps
+    bounds the drift).  Returns (steps taken, the gap the rule tested: relative, or absolute for
+    :data:`STOP_COVERAGE`).
     """
     steps = 0
     gap = np.inf
