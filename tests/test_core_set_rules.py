@@ -17,8 +17,8 @@ from coresvm.solvers.core_set import (
     SECOND_VERTEX_RULES,
     draws_to_pass,
     duality_gap_weights,
+    first_largest,
     first_largest_positive,
-    first_smallest,
     imdm_values,
     l2svm_duality_gap,
     select_second_vertex,
@@ -446,7 +446,8 @@ def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
         head = values[:n]
         expected_max = int(np.argmax(head)) if n and head.max() > 0 else -1
         assert first_largest_positive(values, n) == expected_max
-        position, smallest = first_smallest(values, n)
+        position, largest = first_largest(values, n, -1.0, -np.inf)  # the toward search's use
+        smallest = -largest
         assert position == (int(np.argmin(head)) if n else -1)
         assert smallest == (head.min() if n else np.inf)
 

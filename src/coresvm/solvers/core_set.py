@@ -210,11 +210,17 @@ def block_maxima(values, n, sign, floor, out):
             out[b] = -_block_min(values, b * EXTREME_BLOCK, -floor)
     if full * EXTREME_BLOCK == n:
         return full
-    best = floor
-    for t in range(full * EXTREME_BLOCK, n):
-        best = max(sign * values[t], best)
-    out[full] = best
+    out[full] = _tail_max(values, full * EXTREME_BLOCK, n, sign, floor)
     return full + 1
+
+
+@njit(inline="always", cache=True)
+def _tail_max(values, start, n, sign, floor):
+    """The maximum of ``floor`` and ``sign * values[start:n]``: the last, partial block."""
+    best = floor
+    for t in range(start, n):
+        best = max(sign * values[t], best)
+    return best
 
 
 @njit(inline="always", cache=True)
@@ -305,14 +311,6 @@ def largest_active_score(alpha, G, diag_w, n, lam, floor):
 def first_largest_positive(values, n):
     """The first position of the largest positive value among ``values[:n]``, or -1 when none is positive."""
     return first_largest(values, n, 1.0, 0.0)[0]
-
-
-@njit(cache=True)
-def first_smallest(values, n):
-    """The first position of the smallest value among ``values[:n]`` (-1 when none is below +inf) and that
-    value."""
-    position, largest = first_largest(values, n, -1.0, -np.inf)
-    return position, -largest
 
 
 # The stopping rules of inner_solve (integer codes, like the second-vertex rules).
@@ -504,9 +502,9 @@ def _update_gradient(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha,
 @njit(cache=True)
 def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam):
     """:func:`_update_gradient` on a long core set: the update's pass (vectorized), with the L2-SVM's toward vertex
-    (its score is ``G`` itself) found as :func:`first_smallest` does, each block's minimum taken while the block
-    is in L1 (a second pass over ``G`` made the update and search 8-14% slower); for ``lam != 0`` a scan after
-    the pass.  No partner (-2)."""
+    (its score is ``G`` itself) found as ``first_largest(G, n_w, -1.0, -inf)`` finds it, each block's minimum
+    taken while the block is in L1 (a second pass over ``G`` made the update and search 8-14% slower); for
+    ``lam != 0`` a scan after the pass.  No partner (-2)."""
     row_i, row_j = Kw[i], Kw[j]
     if lam != 0.0:
         _update_range(G, row_i, row_j, keep, step_i, step_j, 0, n_w)
@@ -519,9 +517,7 @@ def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam
         _update_range(G, row_i, row_j, keep, step_i, step_j, start, start + EXTREME_BLOCK)
         blocks[b] = -_block_min(G, start, np.inf)
     _update_range(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n_w)
-    blocks[full] = -np.inf
-    for t in range(full * EXTREME_BLOCK, n_w):
-        blocks[full] = max(-G[t], blocks[full])
+    blocks[full] = _tail_max(G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
     block, largest = _best_block(blocks, full + 1, -np.inf)
     return max(_first_equal(G, n_w, -1.0, block, largest), 0), -largest, -2
 
