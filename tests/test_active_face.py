@@ -43,10 +43,11 @@ def relative_gap_of(inv_c):
     return relative_gap
 
 
-def test_face_minimum_on_the_optimal_support_is_the_optimum_and_on_a_superset_a_face_minimum():
+def test_face_minimum_on_the_optimal_support_is_the_optimum_and_on_a_superset_a_face_minimum(monkeypatch):
     """On the optimum's support the face minimum is the exact optimum.  Started on that support plus 30 other
-    points, the drops end on a face whose minimum has positive weights and satisfies the face's KKT system
-    ``Q_SS w = rho 1`` (it may have dropped a support point with the others: the pairwise steps restore it)."""
+    points, repeated drops end on a face whose minimum has positive weights and satisfies the face's KKT system
+    ``Q_SS w = rho 1`` (it may have dropped a support point with the others: the pairwise steps restore it); with
+    the default single re-solve, the weights are the re-solved face's, clipped at zero and renormalized."""
     X, y = noisy_xor(150, 0)
     problem = SimplexProblem(X, y, np.full(150, 1e4), KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
     Q = problem.dense_Q()
@@ -60,6 +61,16 @@ def test_face_minimum_on_the_optimal_support_is_the_optimum_and_on_a_superset_a_
     assert found @ Q @ found <= star @ Q @ star * (1 + 1e-9)
 
     start = support | (np.random.RandomState(1).rand(150) < 0.2)
+    face, weights, exact = face_minimum(Q, start / start.sum(), 150)
+    assert not exact and set(face) < set(np.flatnonzero(start))  # this start needs more than one re-solve
+    assert weights.min() > 0 and weights.sum() == pytest.approx(1.0)
+    first = np.flatnonzero(start)
+    first = first[np.linalg.solve(Q[np.ix_(first, first)], np.ones(len(first))) > 0]  # the one re-solved face
+    x = np.linalg.solve(Q[np.ix_(first, first)], np.ones(len(first)))
+    np.testing.assert_array_equal(face, first[x > 0])
+    np.testing.assert_allclose(weights, x[x > 0] / x[x > 0].sum(), rtol=1e-8)
+
+    monkeypatch.setattr(active_face, "NEWTON_MAX_DROPS", 4)
     face, weights, exact = face_minimum(Q, start / start.sum(), 150)
     assert exact and weights.min() > 0 and weights.sum() == pytest.approx(1.0)
     g = Q[np.ix_(face, face)] @ weights

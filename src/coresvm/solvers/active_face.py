@@ -47,10 +47,12 @@ NYSTROM_POINTS = 500
 CG_MAX_ITERATIONS = 100
 CG_EXPECTED_ITERATIONS = 40
 CG_NS_PER_ENTRY = 0.3
-# Faces re-solved after dropping the points whose weight came out negative; above FEW_DROPS_FACE points a
-# factorization costs more than the pairwise steps that settle the few clipped weights.
-NEWTON_MAX_DROPS = 4
-FEW_DROPS_FACE = 1500
+# A face is solved again once after dropping the points whose weight came out negative; the pairwise steps that
+# follow settle the weights still clipped after that for less than another factorization.  Up to four re-solves
+# of faces below 1,500 points made ijcnn1 at C = 65,536 take 11.6-12.2 s (709,000 steps, 28 Newton steps) against
+# 7.3-8.0 s (535,000 steps, 20) with one; at C = 16,384 5.8-8.1 s against 5.1-5.8 s; w8a at C = 4,096 5.7 s against
+# 5.1 s; ijcnn1 at C = 1,024 and the checkerboard at C = 640 and 10,240 the same within the noise.
+NEWTON_MAX_DROPS = 1
 # float64 refinement steps of the float32 factorization's solution, and the relative residual it and the conjugate
 # gradients must reach.  The face minimum is only a start for the pairwise steps, which settle its last digits:
 # 1e-2 instead of 1e-3 cut the conjugate gradients' products and gave the same accuracy (a9a at C = 1,024: 26 s
@@ -137,9 +139,8 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None,
 
     Faces that :func:`factorizes` picks (up to :data:`CHOLESKY_MAX_FACE` points, or
     :data:`CHOLESKY_MAX_FACE_SLOW_CG` when ``record`` says the fit's conjugate gradients have been slow) are
-    factorized, and points whose weight comes out negative
-    leave the face and it is solved again, up to :data:`NEWTON_MAX_DROPS` times (once for faces above
-    :data:`FEW_DROPS_FACE`).  Larger faces are solved by :func:`face_system_by_cg` (which needs ``inv_c``, the
+    factorized, and points whose weight comes out negative leave the face and it is solved again, up to
+    :data:`NEWTON_MAX_DROPS` times.  Larger faces are solved by :func:`face_system_by_cg` (which needs ``inv_c``, the
     1/C part of Q's diagonal, and ``G = Qa``, its start), once: a drop would cost another solve, and the
     pairwise steps that follow settle the few clipped weights for less.  Returns ``(face, weights, exact)``:
     ``exact`` when no weight came out negative, else the last solution's weights clipped at zero and
@@ -158,8 +159,7 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None,
             return None
         positive = x > 0.0
         return face[positive], x[positive] / x[positive].sum(), bool(positive.all())
-    drops = NEWTON_MAX_DROPS if len(face) <= FEW_DROPS_FACE else 1
-    for attempt in range(drops + 1):
+    for attempt in range(NEWTON_MAX_DROPS + 1):
         x = solve_face_system(gram[np.ix_(face, face)])
         if x is None or not x.sum() > 0.0:
             return None
@@ -167,7 +167,7 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None,
         positive = weights > 0.0
         if np.all(positive):
             return face, weights, True
-        if attempt == drops:
+        if attempt == NEWTON_MAX_DROPS:
             return face[positive], weights[positive] / weights[positive].sum(), False
         face = face[positive]
     return None
