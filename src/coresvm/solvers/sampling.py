@@ -73,7 +73,8 @@ def next_candidates(rng, problem, n_candidates: int, stratified: bool, sweep, sw
 # checkerboard (C=640), a third of the violators had last scored at a slack of 0.1-0.2, a third at 0.2-0.4; with a
 # window of 0.1 the near-margin points ran out and 12-16 rounds each added 50-120 violators from 40,000 uniform
 # draws.  At 0.25 its fits (seeds 0-3) took 38-45 rounds against 38-52 and 8.5-11.2 s against 9.2-13.6 s; ijcnn1
-# (C=1024) took 27-30 rounds against 28-32; a9a, w8a and KDD99 rarely reach these rounds and kept their paths.
+# (C=1024) took 27-30 rounds against 28-32; a9a 19 and 23 against 20 and 23 (seeds 0-1); w8a (seeds 0-1) and KDD99
+# (seed 0) kept their paths.
 NEAR_MARGIN_SLACK = 0.25
 NEAR_MARGIN_SHARE = 0.5
 NEAR_MARGIN_VIOLATORS = 0.03
