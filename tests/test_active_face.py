@@ -64,10 +64,13 @@ def test_face_minimum_on_the_optimal_support_is_the_optimum_and_on_a_superset_a_
     face, weights, exact = face_minimum(Q, start / start.sum(), 150)
     assert not exact and set(face) < set(np.flatnonzero(start))  # this start needs more than one re-solve
     assert weights.min() > 0 and weights.sum() == pytest.approx(1.0)
-    first = np.flatnonzero(start)
-    first = first[np.linalg.solve(Q[np.ix_(first, first)], np.ones(len(first))) > 0]  # the one re-solved face
-    x = np.linalg.solve(Q[np.ix_(first, first)], np.ones(len(first)))
-    np.testing.assert_array_equal(face, first[x > 0])
+    def face_solution(points):
+        return np.linalg.solve(Q[np.ix_(points, points)], np.ones(len(points)))
+
+    started = np.flatnonzero(start)
+    re_solved = started[face_solution(started) > 0]  # the face after the first drop, solved once more
+    x = face_solution(re_solved)
+    np.testing.assert_array_equal(face, re_solved[x > 0])
     np.testing.assert_allclose(weights, x[x > 0] / x[x > 0].sum(), rtol=1e-8)
 
     monkeypatch.setattr(active_face, "NEWTON_MAX_DROPS", 4)
