@@ -296,9 +296,14 @@ def _exact(X, signs, C, gamma):
     return problem, f_star, Q
 
 
-def _model_alpha(model, m):
-    alpha = np.zeros(m)
-    alpha[model.support_] = np.abs(model.dual_coef_[0])
+def _model_alpha(model, X, y):
+    """The model's simplex weights per training row.  A support vector that stands for repeated rows (same
+    features and label: the fit merges them) shares its weight equally among them, as the unmerged problem's
+    optimum does with one C for all."""
+    alpha = np.zeros(len(y))
+    for row, weight in zip(model.support_, np.abs(model.dual_coef_[0]), strict=True):
+        same = np.flatnonzero(np.all(X == X[row], axis=1) & (y == y[row]))
+        alpha[same] += weight / len(same)
     return alpha / alpha.sum()
 
 
@@ -306,7 +311,7 @@ def assert_exact_optimum(model, X, y, C, gamma, rel=1e-5):
     """The fitted CoreSVC is the exact QP's optimum: objective within ``rel`` and feasible."""
     signs = np.where(y == model.classes_[1], 1, -1)
     problem, f_star, Q = _exact(X, signs, C, gamma)
-    alpha = _model_alpha(model, len(y))
+    alpha = _model_alpha(model, X, y)
     f = problem.objective(alpha, Q)
     assert f - f_star <= rel * f_star + 1e-15, (f, f_star)
     assert f >= f_star * (1 - 1e-9)

@@ -18,6 +18,7 @@ from ._validation import (
     unfitted_on_failure,
 )
 from .data import is_memory_mapped, read_rows
+from .duplicates import duplicate_representatives, merge_duplicates
 from .estimator import CoreEstimatorBase, check_sample_weight
 from .joint import fit_joint
 from .kernels import (
@@ -37,6 +38,7 @@ from .multiclass import (
     one_vs_one_problems,
     one_vs_rest_problems,
     one_vs_rest_scores,
+    rows_where,
 )
 from .parallel import ProblemQueue, TimeBudget, contiguous_chunks, run_in_threads, work_through_queue
 from .problem import SimplexProblem, kkt_bias, take_rows
@@ -353,9 +355,13 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
     ----------
     classes_ : ndarray of shape (n_classes,)
     support_ : ndarray of shape (n_SV,)
-        Indices of the support vectors in the training data.
+        Indices of the support vectors in the training data.  Rows repeated with
+        the same label are merged before solving (one point whose C is their sum:
+        the same optimum), so a repeated support vector is listed once, at its
+        first row.
     support_vectors_ : ndarray or CSR matrix of shape (n_SV, n_features)
     n_support_ : ndarray of shape (n_classes,)
+        Distinct support vectors per class.
     dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
         ``a_i y_i / rho`` in LIBSVM's one-vs-one layout.  With
         ``multiclass='ovr'`` and more than two classes: shape (n_classes, n_SV),
@@ -525,9 +531,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         decompose = one_vs_one_problems if self.multiclass == "ovo" else one_vs_rest_problems
         problems = decompose(y_index, keep, C_per_sample, len(classes), seeds)
         self.warm_started_ = previous is not None
-        self._start_reuse(X, problems, state, previous)
+        merged = self._merge_duplicates(X, y_index, keep, problems)
+        self._start_reuse(X, merged, state, previous)
         try:
-            models = self._solve_problems(X, problems)
+            models = self._solve_problems(X, merged)
         finally:
             dots_out, rows_out = self._end_reuse()
         self._keep_for_next_fit(X, dots_out, rows_out)
@@ -538,6 +545,22 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         elif hasattr(self, "probA_"):
             del self.probA_, self.probB_
         return self
+
+    def _merge_duplicates(self, X, y_index, keep, problems: list[SubProblem]) -> list[SubProblem]:
+        """The sub-problems with each group of repeated rows (same features, same label) merged into its first
+        row, whose C is the group's sum: the same solution, on fewer points (:mod:`coresvm.duplicates`).
+
+        Not merged: a minimum enclosing ball's solve (it needs one C for all), a warm start (its state refers to
+        every row), and a memory-mapped ``X`` (a sub-problem on fewer rows than ``X`` copies them into memory).
+        """
+        if (self.warm_start or self.solver in MEB_SOLVERS or self._frank_wolfe_radius_test
+                or is_memory_mapped(X)):
+            return problems
+        rows = rows_where(keep)
+        representatives = duplicate_representatives(X, y_index, rows)
+        if representatives is None:
+            return problems
+        return [merge_duplicates(problem, representatives, rows) for problem in problems]
 
     def _solve_problems(self, X, problems: list[SubProblem]) -> list[BinaryModel]:
         """Train the sub-problems, in parallel threads when ``n_jobs > 1``.
