@@ -1,8 +1,8 @@
 """Repeated training rows merged into one point whose C is their sum: an exact reduction of the dual.
 
 A group of ``k`` rows with the same features and the same label has identical rows of ``Q`` apart from the
-``delta_ij / C_i`` diagonal of the L2-SVM's dual (Tsang et al. 2005, eqs. 9-10).  Given the group's total weight ``A``, the
-dual's diagonal term ``sum_i a_i^2 / C_i`` is smallest at ``a_i = A C_i / sum_j C_j``, where it equals
+``delta_ij / C_i`` diagonal of the L2-SVM's dual (Tsang et al. 2005, eqs. 9-10).  Given the group's total weight
+``A``, the dual's diagonal term ``sum_i a_i^2 / C_i`` is smallest at ``a_i = A C_i / sum_j C_j``, where it equals
 ``A^2 / sum_j C_j``: one point with ``C = sum_j C_j`` has the same optimum, the same decision function and the
 same margins.  (The L1-SVM's boxes ``0 <= a_i <= C_i`` merge the same way, into ``0 <= A <= sum_j C_j``.)
 
