@@ -118,3 +118,15 @@ def test_not_merged_where_the_solve_needs_every_row(params):
     model = CoreSVC(C=10.0, gamma=0.5, random_state=0, **params).fit(X, y)
     support = X[model.support_]
     assert len(np.unique(np.column_stack([support, y[model.support_]]), axis=0)) < len(support)
+
+
+def test_not_merged_on_memory_mapped_rows(tmp_path):
+    """Merged rows would be gathered into memory: a memory-mapped X is solved as it is."""
+    X, y = _with_repeats()
+    np.save(tmp_path / "X.npy", X)
+    mapped = np.load(tmp_path / "X.npy", mmap_mode="r")
+    model = CoreSVC(C=10.0, gamma=0.5, tol=1e-9, random_state=0).fit(mapped, y)
+    support = X[model.support_]
+    assert len(np.unique(np.column_stack([support, y[model.support_]]), axis=0)) < len(support)
+    in_memory = CoreSVC(C=10.0, gamma=0.5, tol=1e-9, random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), in_memory.decision_function(X), atol=1e-6)
