@@ -158,7 +158,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         is that of a random sample, confirmed on a fresh sample before stopping
         (Frandi et al. 2015, sec. 4.2; Tsang et al. 2005, sec. 4).  'coreset'
         stops by a statistical rule: with 95% confidence, fewer than 0.1% of the
-        training points outside its core set violate the margin by more than
+        distinct training points outside its core set violate the margin by more than
         ``tol`` (a Clopper-Pearson bound on a fresh uniform sample of
         ``n_candidates`` points; exact when the sample is every point), and the
         core set is solved to a relative duality gap below ``tol`` (see the
