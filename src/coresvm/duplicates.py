@@ -22,7 +22,7 @@ from .multiclass import SubProblem
 
 HASH_BLOCK_VALUES = 65536  # values hashed or compared at a time: temporaries that stay in the L2 cache
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-_LABEL_MIX = np.uint64(0xC2B2AE3D27D4EB4F)
+_SALT = np.uint64(0xC2B2AE3D27D4EB4F)  # an odd constant that folds a sparse entry's column, or a label, into a hash
 
 
 def _mixed(bits: np.ndarray) -> np.ndarray:
@@ -67,7 +67,7 @@ def row_hashes(X, rows: np.ndarray) -> np.ndarray:
         block = _row_block(X, rows, start, start + step)
         if sp.issparse(block):
             block = sp.csr_matrix(block)
-            entries = _mixed(_float_bits(block.data) ^ (block.indices.astype(np.uint64) * _LABEL_MIX))
+            entries = _mixed(_float_bits(block.data) ^ (block.indices.astype(np.uint64) * _SALT))
             entries *= factors[block.indices]
             totals = np.concatenate(([np.uint64(0)], np.cumsum(entries, dtype=np.uint64)))
             hashes[start : start + block.shape[0]] = totals[block.indptr[1:]] - totals[block.indptr[:-1]]
@@ -117,7 +117,7 @@ def duplicate_representatives(X, labels: np.ndarray, rows: np.ndarray) -> np.nda
     row, so a hash collision can only leave two rows unmerged, never merge two different rows."""
     if len(rows) < 2:
         return None
-    hashes = row_hashes(X, rows) ^ _mixed(labels[rows].astype(np.uint64) + _LABEL_MIX)
+    hashes = row_hashes(X, rows) ^ _mixed(labels[rows].astype(np.uint64) + _SALT)
     if not np.any(np.diff(np.sort(hashes)) == 0):  # a plain sort first: 1M rows in 11 ms, an argsort 37 ms
         return None
     order = np.argsort(hashes)
