@@ -88,12 +88,12 @@ def _sparse_rows_equal(X, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
     if len(pairs) == 0:
         return equal
     counts = lengths[pairs]
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    pair_starts = np.cumsum(counts) - counts  # each pair's first entry in the flat arrays below
+    offsets = np.arange(counts.sum()) - np.repeat(pair_starts, counts)
     entry_a = np.repeat(starts_a[pairs], counts) + offsets
     entry_b = np.repeat(starts_b[pairs], counts) + offsets
     differ = (X.indices[entry_a] != X.indices[entry_b]) | (X.data[entry_a] != X.data[entry_b])
-    equal[pairs] = np.bincount(np.repeat(np.arange(len(pairs)), counts), weights=differ,
-                               minlength=len(pairs)) == 0
+    equal[pairs] = ~np.logical_or.reduceat(differ, pair_starts)  # every pair has an entry
     return equal
 
 

@@ -553,8 +553,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         Not merged: a minimum enclosing ball's solve (it needs one C for all), a warm start (its state refers to
         every row), and a memory-mapped ``X`` (a sub-problem on fewer rows than ``X`` copies them into memory).
         """
-        if (self.warm_start or self.solver in MEB_SOLVERS or self._frank_wolfe_radius_test
-                or is_memory_mapped(X)):
+        if self.warm_start or self._needs_one_C or is_memory_mapped(X):
             return problems
         rows = rows_where(keep)
         representatives = duplicate_representatives(X, y_index, rows)

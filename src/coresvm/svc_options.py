@@ -173,9 +173,15 @@ class SVCParameters:
             report=ReportOptions(verbose=self.verbose_seconds),
         )
 
+    @property
+    def _needs_one_C(self) -> bool:
+        """Whether the solve is a minimum enclosing ball (CVM, BVM, SphereSVM; Frank-Wolfe with stopping='meb'),
+        which needs one C for all samples."""
+        return self.solver in MEB_SOLVERS or self._frank_wolfe_radius_test
+
     def _check_one_C(self, C_per_sample: np.ndarray) -> None:
-        """A minimum enclosing ball (CVM, BVM, SphereSVM; Frank-Wolfe with stopping='meb') needs one C for all."""
-        if (self.solver in MEB_SOLVERS or self._frank_wolfe_radius_test) and np.ptp(C_per_sample) > 0:
+        """A minimum enclosing ball needs one C for all (:attr:`_needs_one_C`)."""
+        if self._needs_one_C and np.ptp(C_per_sample) > 0:
             what = f"solver={self.solver!r}" + (" with stopping='meb'" if self._frank_wolfe_radius_test else "")
             others = "'coreset'" if self.multiclass == "joint" else "'mnsvm' or 'coreset'"
             raise ValueError(
