@@ -42,6 +42,31 @@ def test_representatives_among_a_subset_of_rows():
     np.testing.assert_array_equal(found, rows[expected])
 
 
+def test_row_hashes_depend_only_on_the_values(monkeypatch):
+    """Equal rows hash alike wherever they are (also in another block, and with a CSR row's entries stored in
+    another order); rows that differ in one value, or by a swap of two columns, hash apart."""
+    X = np.zeros((300, 4))
+    X[:, 0] = np.arange(300) % 7
+    X[:, 2] = 1.0
+    X[5] = X[290] = [3.0, 0.0, 1.0, 2.0]
+    X[6] = [0.0, 3.0, 1.0, 2.0]  # row 5 with columns 0 and 1 swapped
+    X[7] = [3.0, 0.0, 1.0, 2.5]
+    monkeypatch.setattr(dup, "HASH_BLOCK_VALUES", 256)  # blocks of 64 rows: rows 5 and 290 in different ones
+    all_rows = np.arange(300)
+    dense = dup.row_hashes(X, all_rows)
+    assert dense[5] == dense[290]
+    assert len({dense[5], dense[6], dense[7]}) == 3
+    shuffled = sp.csr_matrix(X)
+    for row in range(300):  # reverse each row's stored entries
+        start, stop = shuffled.indptr[row], shuffled.indptr[row + 1]
+        shuffled.indices[start:stop] = shuffled.indices[start:stop][::-1].copy()
+        shuffled.data[start:stop] = shuffled.data[start:stop][::-1].copy()
+    np.testing.assert_array_equal(dup.row_hashes(shuffled, all_rows),
+                                  dup.row_hashes(sp.csr_matrix(X), all_rows))
+    subset = np.array([5, 290])
+    np.testing.assert_array_equal(dup.row_hashes(X, subset), dense[subset])
+
+
 def test_no_repeats_gives_none():
     X = np.random.default_rng(1).normal(size=(500, 4))
     y = np.arange(500) % 2
