@@ -24,11 +24,12 @@ def _first_equal(X, y):
     return np.array([rows.index(row) for row in rows])
 
 
-@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("layout", ["C", "F", "csr"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_representatives_are_the_first_equal_rows(sparse, dtype):
+def test_representatives_are_the_first_equal_rows(layout, dtype, monkeypatch):
+    monkeypatch.setattr(dup, "HASH_BLOCK_VALUES", 64)  # many blocks, hashed and compared on the kernel threads
     X, y = _with_repeats()
-    data = sp.csr_matrix(X.astype(dtype)) if sparse else X.astype(dtype)
+    data = sp.csr_matrix(X.astype(dtype)) if layout == "csr" else np.asarray(X, dtype=dtype, order=layout)
     rows = np.arange(len(y), dtype=np.int32)
     found = dup.duplicate_representatives(data, y, rows)
     np.testing.assert_array_equal(found, _first_equal(X, y))

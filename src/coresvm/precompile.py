@@ -35,6 +35,7 @@ def _problems() -> list[tuple[str, dict, np.ndarray, np.ndarray]]:
     """(name, CoreSVC parameters, X, y) for each default path, small enough to solve in milliseconds."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 5))
+    X[180:] = X[:20]  # repeated rows: their merge (coresvm.duplicates) compares rows
     y_binary = (X[:, 0] + 0.3 * rng.standard_normal(200) > 0).astype(np.int64)
     y_three = np.digitize(X[:, 0], [-0.5, 0.5])
     return [
