@@ -704,7 +704,7 @@ class GramColumns:
 
     RBF kernels whose exponents stay far from overflow (:func:`~coresvm.kernels.rbf_factorizable`) are factorized
     as ``k(a, b) = exp(-g|a|^2) exp(2g <a, b>) exp(-g|b|^2)``: the columns' features are ``2g b`` and ``factors``
-    ``exp(-g|b|^2)``, so a block is one GEMM, one ``exp`` and one fused pass (:func:`scale_extended_block`) instead
+    ``exp(-g|b|^2)``, so a block is one GEMM, one ``exp`` and one fused pass (:func:`store_scaled_rows`) instead
     of nine passes over it.  CSR columns are made dense, in column order so that their transpose is contiguous
     without a second copy (:class:`~coresvm.kernels.RightOperand`), when that copy is small: each row block is then
     one sparse x dense product of its own rows, instead of a product of the sparse columns followed by a transposed
@@ -741,15 +741,16 @@ def sign_factors(problem, rows, precision: type) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def scale_extended_block(block, row_factors, column_factors, bias, row_signs, column_signs):
-    """``block[i, j] = (row_factors[i] block[i, j] column_factors[j] + bias) row_signs[i] column_signs[j]``, in place
-    (the signs last, as the direct path applies them: multiplying by +-1 is exact, so a two-class joint problem,
-    whose label products are the signs' products, gets the binary problem's Gram bit for bit)."""
+def store_scaled_rows(block, row_factors, column_factors, bias, row_signs, column_signs, gram, first_row):
+    """``gram[first_row + i, j] = (row_factors[i] block[i, j] column_factors[j] + bias) row_signs[i]
+    column_signs[j]`` for every entry of ``block``: the scaling and the store into the Gram in one pass (the signs
+    last, as the direct path applies them: multiplying by +-1 is exact, so a two-class joint problem, whose label
+    products are the signs' products, gets the binary problem's Gram bit for bit)."""
     for i in range(block.shape[0]):
-        row = block[i]
+        row, target = block[i], gram[first_row + i]
         r, s = row_factors[i], row_signs[i]
         for j in range(row.shape[0]):
-            row[j] = (r * row[j] * column_factors[j] + bias) * s * column_signs[j]
+            target[j] = (r * row[j] * column_factors[j] + bias) * s * column_signs[j]
 
 
 MIRROR_ROWS = 2048  # rows of the core set per task of mirror_new_rows
@@ -781,16 +782,20 @@ def mirror_new_rows(gram, n, k, start, stop):
                     target[i] = gram[i, j]
 
 
-def _extended_block(problem, rows_a, columns: GramColumns, precision: type) -> np.ndarray:
-    """``Q[rows_a][:, columns]`` without the ``1/C`` diagonal (rows_a and the columns are disjoint), in
-    ``precision``."""
-    spec = problem.kernel
+def store_extended_rows(problem, rows_a, columns: GramColumns, gram: np.ndarray, first_row: int) -> None:
+    """``gram[first_row:first_row + len(rows_a), :len(columns.points)] = Q[rows_a][:, columns]`` without the ``1/C``
+    diagonal (rows_a and the columns are disjoint), in the Gram's precision."""
+    spec, precision = problem.kernel, gram.dtype.type
     if columns.factors is not None:
         K = columns.right.products(problem.X[rows_a])  # 2g <a, b>
         exp_in_place(K)
         row_factors = np.exp(-spec.gamma * problem.norms_of(rows_a)).astype(precision)
-        scale_extended_block(K, row_factors, columns.factors, precision(problem.bias_term),
-                             sign_factors(problem, rows_a, precision), columns.signs)
+        # Scaled straight into the Gram's rows, except for the joint problem's label products (scaled in place)
+        target, target_row = (K, 0) if problem.is_joint else (gram, first_row)
+        store_scaled_rows(K, row_factors, columns.factors, precision(problem.bias_term),
+                          sign_factors(problem, rows_a, precision), columns.signs, target, target_row)
+        if not problem.is_joint:
+            return
     else:
         K = apply_kernel_to_dots(columns.right.products(problem.X[rows_a]), spec, problem.norms_of(rows_a),
                                  columns.norms)
@@ -800,7 +805,7 @@ def _extended_block(problem, rows_a, columns: GramColumns, precision: type) -> n
             K *= columns.signs[None, :]
     if problem.is_joint:
         K *= problem.label_products(rows_a, columns.points)  # L[c_a, c_b] (Strack 2013, sec. 5.4)
-    return K
+    gram[first_row : first_row + K.shape[0], : K.shape[1]] = K
 
 
 def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
@@ -821,9 +826,8 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
 
     def one_block(start: int) -> None:
         stop = min(start + rows, k)
-        block = _extended_block(problem, new_points[start:stop], columns, precision)
-        block[np.arange(stop - start), n + np.arange(start, stop)] = new_diag[start:stop]
-        core.gram[n + start : n + stop, : n + k] = block
+        store_extended_rows(problem, new_points[start:stop], columns, core.gram, n + start)
+        core.gram[n + start + np.arange(stop - start), n + start + np.arange(stop - start)] = new_diag[start:stop]
 
     def mirror_block(start: int) -> None:
         mirror_new_rows(core.gram, n, k, start, min(start + MIRROR_ROWS, n + k))
