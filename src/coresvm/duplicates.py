@@ -146,7 +146,7 @@ def _dense_rows_equal(X, rows_a, rows_b, out):
 def _rows_equal(X, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
     """Whether ``X[rows_a[i]]`` and ``X[rows_b[i]]`` hold the same values, for each ``i``."""
     equal = np.empty(len(rows_a), dtype=bool)
-    if not sp.issparse(X):  # in place, on the kernel threads: the pairs' rows are scattered over X
+    if not sp.issparse(X):  # read in place (the pairs' rows are scattered over X), HASH_BLOCK_VALUES pairs a task
 
         def one_block(start: int) -> None:
             stop = start + HASH_BLOCK_VALUES
