@@ -95,11 +95,6 @@ def residual_of_ones(Q_face, x):
     return out
 
 
-def solve_face_system(Q_face: np.ndarray) -> np.ndarray | None:
-    """``Q_face^{-1} 1``; None when ``Q_face`` is not numerically positive definite (:class:`FaceSystem`)."""
-    return FaceSystem(Q_face).ones_solution()
-
-
 # A face re-solved after dropping points reuses the face's factorization (FaceSystem.ones_solution) while that is
 # cheaper: the correction takes two triangular solves per dropped point, 2 n^2 |dropped| flops, against n^3 / 3 for
 # a new factorization.  ijcnn1 at C = 262,144 dropped 1-214 of 632-1,831 points per face, most often under 5%.
@@ -329,7 +324,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     # K_LL + K_LS D^-1 K_SL
     inner = kernel_rows[:, positions] + scaled_outer_product(kernel_rows, np.sqrt(inverse_diagonal))
     inner[np.diag_indices_from(inner)] += 1e-10 * np.trace(inner) / len(landmarks)
-    with single_threaded_blas():  # as solve_face_system: parallel one-vs-one fits run this in threads
+    with single_threaded_blas():  # as FaceSystem: parallel one-vs-one fits run this in threads
         try:
             factor = cho_factor(inner, lower=True, check_finite=False)
         except LinAlgError:
