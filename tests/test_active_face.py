@@ -9,7 +9,6 @@ from coresvm.kernels import KernelSpec, limit_kernel_threads
 from coresvm.problem import SimplexProblem
 from coresvm.solvers import active_face
 from coresvm.solvers.active_face import (
-    FaceSystem,
     face_minimum,
     face_system_by_cg,
     landmark_rows,
@@ -79,33 +78,6 @@ def test_face_minimum_on_the_optimal_support_is_the_optimum_and_on_a_superset_a_
     assert exact and weights.min() > 0 and weights.sum() == pytest.approx(1.0)
     g = Q[np.ix_(face, face)] @ weights
     np.testing.assert_allclose(g, np.full(len(face), weights @ g), rtol=1e-8)
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("n_dropped", [0, 1, 12, 60])  # 60 of 200: above REFACTORIZE_DROPPED_SHARE, refactorized
-def test_face_system_without_dropped_points_solves_the_smaller_face(dtype, n_dropped):
-    """``ones_solution(keep)`` from the whole face's factorization is ``Q_KK^{-1} 1`` of the kept points, as a
-    fresh solve of that smaller system gives it (the Schur complement of the dropped points)."""
-    rng = np.random.RandomState(n_dropped)
-    X = rng.uniform(-1, 1, size=(200, 2))
-    Q = np.exp(-2.0 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)) + 1.0 + np.eye(200) / 1e3
-    keep = np.ones(200, dtype=bool)
-    keep[rng.choice(200, n_dropped, replace=False)] = False
-    system = FaceSystem(Q.astype(dtype))
-    x = system.ones_solution(keep)
-    expected = np.linalg.solve(Q[np.ix_(keep, keep)], np.ones(int(keep.sum())))
-    if dtype == np.float64:
-        np.testing.assert_allclose(x, expected, rtol=1e-7, atol=1e-9 * np.abs(expected).max())
-    else:  # float32 entries: the solution of the rounded system, refined to the residual FACE_RESIDUAL
-        residual = 1.0 - Q.astype(np.float32).astype(np.float64)[np.ix_(keep, keep)] @ x
-        assert np.linalg.norm(residual) <= active_face.FACE_RESIDUAL * np.sqrt(keep.sum())
-    assert system.ones_solution() is not None  # the whole face, from the same factorization
-
-
-def test_face_system_is_none_when_not_positive_definite():
-    Q = np.ones((5, 5)) - 2.0 * np.eye(5)
-    assert FaceSystem(Q).ones_solution() is None
-    assert FaceSystem(Q.astype(np.float32)).ones_solution(np.array([True, True, False, True, True])) is None
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -95,95 +95,42 @@ def residual_of_ones(Q_face, x):
     return out
 
 
-# A face re-solved after dropping points reuses the face's factorization (FaceSystem.ones_solution) while that is
-# cheaper: the correction takes two triangular solves per dropped point, 2 n^2 |dropped| flops, against n^3 / 3 for
-# a new factorization.  ijcnn1 at C = 262,144 dropped 1-214 of 632-1,831 points per face, most often under 5%.
-REFACTORIZE_DROPPED_SHARE = 1.0 / 6.0
+def solve_face_system(Q_face: np.ndarray) -> np.ndarray | None:
+    """``Q_face^{-1} 1``; None when ``Q_face`` is not numerically positive definite.
 
-
-class FaceSystem:
-    """``Q_KK^{-1} 1`` for a face's matrix ``Q`` and the points ``K`` of the face still kept, from one Cholesky
-    factorization of ``Q``.
-
-    A float32 ``Q`` (the core set's float32 Gram) is factorized in float32 and the solution refined in float64
-    against the same matrix (Langou et al. 2006), which needs no float64 copy of it; a float64 factorization is
-    the fallback when that fails, and the only one for a float64 ``Q``.  On one thread: when the cores are busy
-    (other processes, parallel fits), OpenBLAS's waiting threads made a 400-point factorization take 0.9 s
-    instead of 13 ms, and a 2,160-point one 10 s.
-
-    Points dropped from the face (``keep`` false) are solved without a new factorization: ``x = Q^{-1}(1 + E mu)``
-    with ``E`` the dropped points' unit columns and ``mu`` chosen so that ``x`` is zero on them, i.e.
-    ``x = y - Z (Z_RR)^{-1} y_R`` with ``y = Q^{-1} 1`` and ``Z = Q^{-1} E`` (a Schur complement); then
-    ``Q_KK x_K = 1``.  The refinement steps use the same operator.
+    A float32 ``Q_face`` (the core set's float32 Gram) is factorized in float32 and the solution refined in
+    float64 against the same matrix (Langou et al. 2006), which needs no float64 copy of it; a float64
+    factorization is the fallback when that fails, and the only one for a float64 ``Q_face``.  On one thread:
+    when the cores are busy (other processes, parallel fits), OpenBLAS's waiting threads made a 400-point
+    factorization take 0.9 s instead of 13 ms, and a 2,160-point one 10 s.
     """
+    ones = np.ones(Q_face.shape[0])
+    with single_threaded_blas():
+        if Q_face.dtype == np.float32:
+            x = _refined_float32_solve(Q_face, ones)
+            if x is not None:
+                return x
+        try:
+            factor = cho_factor(Q_face.astype(np.float64), lower=True, overwrite_a=True, check_finite=False)
+        except LinAlgError:
+            return None
+        return cho_solve(factor, ones, check_finite=False)
 
-    def __init__(self, Q_face: np.ndarray) -> None:
-        self.Q = Q_face
-        self._factors: dict = {}
 
-    def ones_solution(self, keep: np.ndarray | None = None) -> np.ndarray | None:
-        """``Q_KK^{-1} 1`` on the points ``keep`` (a mask; all by default); None when not numerically positive
-        definite."""
-        n = self.Q.shape[0]
-        dropped = np.zeros(0, dtype=np.int64) if keep is None else np.flatnonzero(~keep)
-        if len(dropped) > REFACTORIZE_DROPPED_SHARE * n:
-            return FaceSystem(self.Q[np.ix_(keep, keep)]).ones_solution()
-        with single_threaded_blas():
-            for dtype in (np.float32, np.float64) if self.Q.dtype == np.float32 else (np.float64,):
-                factor = self._factor(dtype)
-                if factor is None:
-                    continue
-                if dtype == np.float64 and len(dropped) == 0:
-                    return cho_solve(factor, np.ones(n), check_finite=False)
-                x = self._refined_solution(factor, dtype, dropped)
-                if x is not None:
-                    return x if keep is None else x[keep]
+def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray) -> np.ndarray | None:
+    """``Q_face^{-1} 1`` from a float32 factorization: corrections solved in float32, residuals in float64."""
+    try:
+        factor = cho_factor(Q_face, lower=True, check_finite=False)
+    except LinAlgError:
         return None
-
-    def _factor(self, dtype: type):
-        """The Cholesky factor of ``Q`` in ``dtype`` (computed once; None when the factorization fails)."""
-        if dtype not in self._factors:
-            matrix = self.Q if self.Q.dtype == dtype else self.Q.astype(dtype)
-            try:
-                self._factors[dtype] = cho_factor(matrix, lower=True, overwrite_a=matrix is not self.Q,
-                                                  check_finite=False)
-            except LinAlgError:
-                self._factors[dtype] = None
-        return self._factors[dtype]
-
-    def _residual(self, x: np.ndarray) -> np.ndarray:
-        """``1 - Q x`` in float64 (no float64 copy of a float32 ``Q``)."""
-        return residual_of_ones(self.Q, x) if self.Q.dtype == np.float32 else 1.0 - self.Q @ x
-
-    def _refined_solution(self, factor, dtype: type, dropped: np.ndarray) -> np.ndarray | None:
-        """The solution zero on ``dropped``: corrections solved with ``factor`` in ``dtype``, residuals in
-        float64; None when its relative residual on the kept points stays above :data:`FACE_RESIDUAL`."""
-        n = self.Q.shape[0]
-        if len(dropped):
-            unit_columns = np.zeros((n, len(dropped)), dtype=dtype)
-            unit_columns[dropped, np.arange(len(dropped))] = 1.0
-            Z = cho_solve(factor, unit_columns, check_finite=False)
-            try:
-                schur = cho_factor(Z[dropped].astype(np.float64), lower=True, check_finite=False)
-            except LinAlgError:
-                return None
-
-        def correction(residual: np.ndarray) -> np.ndarray:
-            residual[dropped] = 0.0  # the dropped points' rows are free (mu)
-            y = cho_solve(factor, residual.astype(dtype), check_finite=False).astype(np.float64)
-            if len(dropped):
-                y -= Z @ cho_solve(schur, y[dropped], check_finite=False)
-                y[dropped] = 0.0
-            return y
-
-        x = np.zeros(n)
-        for _ in range(REFINEMENTS + 1):
-            x += correction(self._residual(x))
-        # The face minimum is a start for the pairwise steps, judged by its duality gap: a relative residual of
-        # FACE_RESIDUAL is plenty.  Beyond it, float32 cannot hold the system (condition number ~1 / float32
-        # epsilon).
-        residual = np.delete(self._residual(x), dropped)
-        return x if np.linalg.norm(residual) <= FACE_RESIDUAL * np.sqrt(len(residual)) else None
+    x = np.zeros(len(ones))
+    for _ in range(REFINEMENTS + 1):
+        x += cho_solve(factor, residual_of_ones(Q_face, x).astype(np.float32), check_finite=False)
+    # The face minimum is a start for the pairwise steps, judged by its duality gap: a relative residual of
+    # FACE_RESIDUAL is plenty.  Beyond it, float32 cannot hold the system (condition number ~1 / float32 epsilon).
+    if np.linalg.norm(residual_of_ones(Q_face, x)) <= FACE_RESIDUAL * np.sqrt(len(ones)):
+        return x
+    return None
 
 
 def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None,
@@ -212,20 +159,17 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None,
             return None
         positive = x > 0.0
         return face[positive], x[positive] / x[positive].sum(), bool(positive.all())
-    system = FaceSystem(gram[np.ix_(face, face)])
-    keep = np.ones(len(face), dtype=bool)
     for attempt in range(NEWTON_MAX_DROPS + 1):
-        x = system.ones_solution(keep)
+        x = solve_face_system(gram[np.ix_(face, face)])
         if x is None or not x.sum() > 0.0:
             return None
         weights = x / x.sum()
         positive = weights > 0.0
-        kept = face[keep]
         if np.all(positive):
-            return kept, weights, True
+            return face, weights, True
         if attempt == NEWTON_MAX_DROPS:
-            return kept[positive], weights[positive] / weights[positive].sum(), False
-        keep[np.flatnonzero(keep)[~positive]] = False
+            return face[positive], weights[positive] / weights[positive].sum(), False
+        face = face[positive]
     return None
 
 
@@ -324,7 +268,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     # K_LL + K_LS D^-1 K_SL
     inner = kernel_rows[:, positions] + scaled_outer_product(kernel_rows, np.sqrt(inverse_diagonal))
     inner[np.diag_indices_from(inner)] += 1e-10 * np.trace(inner) / len(landmarks)
-    with single_threaded_blas():  # as FaceSystem: parallel one-vs-one fits run this in threads
+    with single_threaded_blas():  # as solve_face_system: parallel one-vs-one fits run this in threads
         try:
             factor = cho_factor(inner, lower=True, check_finite=False)
         except LinAlgError:
