@@ -827,7 +827,8 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
     def one_block(start: int) -> None:
         stop = min(start + rows, k)
         store_extended_rows(problem, new_points[start:stop], columns, core.gram, n + start)
-        core.gram[n + start + np.arange(stop - start), n + start + np.arange(stop - start)] = new_diag[start:stop]
+        diagonal = n + np.arange(start, stop)
+        core.gram[diagonal, diagonal] = new_diag[start:stop]
 
     def mirror_block(start: int) -> None:
         mirror_new_rows(core.gram, n, k, start, min(start + MIRROR_ROWS, n + k))
