@@ -893,6 +893,11 @@ def violator_upper_bound(n_violators: int, n_drawn: int, confidence: float = STO
     return float(beta_distribution.ppf(confidence, n_violators + 1, n_drawn - n_violators))
 
 
+# A test sample, scored right after a strict solve, that finds this many times the allowed violator fraction says
+# that the duality gap left the margin loose: from then on the strict solves use the Frank-Wolfe gap.
+LOOSE_MARGIN_FACTOR = 10.0
+
+
 def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
     """The fewest uniform draws without a violator that bound the violator fraction below ``fraction``
     (``ln(1 - confidence) / ln(1 - fraction)``: 2,995 for 1e-3 at 95%, the "rule of three")."""
@@ -919,7 +924,11 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     relative duality gap below ``tol`` (:func:`inner_solve`): the Frank-Wolfe gap, under which no core point
     violates by more than ``tol``, or, when ``tol >= 1e-3`` (a float32 Gram), also the tighter
     :func:`l2svm_duality_gap`, which bounds only the objective's distance to the optimum.  Either rule is exact
-    when a round scores every point.
+    when a round scores every point.  That duality gap can leave core points at zero weight violating by more than
+    ``tol``; on some problems (w8a at large C) the next strict solve then moves the margin past many points outside
+    the core set, and test after test fails.  A test that finds :data:`LOOSE_MARGIN_FACTOR` times the allowed
+    fraction right after a strict solve switches the later solves at the final tolerance to the Frank-Wolfe gap
+    alone, under which no core point violates by more than ``tol`` (``solver_info_``: ``strict_margin``).
     """
     m = problem.n_points
     lam = float(problem.lam)
@@ -946,6 +955,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     finishing = core_set_full = False
     settled = None  # (support, alpha) after the last inner solve that time did not cut: the anytime model
     newton_record = NewtonRecord()  # rejected Newton steps make later solves try less eagerly
+    strict_margin = False  # strict solves by the Frank-Wolfe gap (LOOSE_MARGIN_FACTOR)
     seconds = {"inner_solve": 0.0, "scoring": 0.0, "growth": 0.0}
     while True:
         # Inexact inner solves: while the sample still finds violators, solve the
@@ -960,7 +970,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         phase_start = fit_clock()
         time_left = max(options.max_time - (phase_start - start), 0.0)
         steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left,
-                                       newton_record)
+                                       newton_record, strict_margin and inner_tol <= final_inner_tol)
         seconds["inner_solve"] += fit_clock() - phase_start
         total_steps += steps
         rounds += 1
@@ -1004,6 +1014,8 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         if near_margin is not None:
             near_margin.note(candidates, (cand_scores - mean_score) / scale, len(drawn))
             near_margin_rounds = near_margin.wanted(sampled_violators, len(drawn))
+        if testing and sampled_violators > LOOSE_MARGIN_FACTOR * options.violator_fraction * len(drawn):
+            strict_margin = True
         if testing and len(drawn) == m:  # every point was scored: the fraction is known exactly
             few_violators = sampled_violators <= options.violator_fraction * m
         elif testing:
@@ -1071,7 +1083,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # it differs from a float64 kernel recomputation only by the float32 entries' rounding: 4e-5 to 4e-4
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
-    phases = phase_record(seconds, newton_record)
+    phases = {**phase_record(seconds, newton_record), "strict_margin": strict_margin}
     return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at, phases
 
 
@@ -1084,11 +1096,12 @@ def phase_record(seconds: dict, newton: NewtonRecord) -> dict:
 
 
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
-                time_left: float, newton_record: NewtonRecord) -> tuple[int, float]:
+                time_left: float, newton_record: NewtonRecord, strict_margin: bool = False) -> tuple[int, float]:
     """Solve the core set to ``tol``: pairwise steps (:func:`inner_solve`), and for the L2-SVM (``lam = 0``)
     Newton steps on the active face where their rate is slow
-    (:func:`~coresvm.solvers.active_face.solve_with_newton`)."""
-    gap_weights = duality_gap_weights(core.inv_c, float(options.tol), lam)
+    (:func:`~coresvm.solvers.active_face.solve_with_newton`).  ``strict_margin``: to the Frank-Wolfe gap alone
+    (every core point within ``tol`` of the margin), which also measures the Newton steps' rate."""
+    gap_weights = core.inv_c[:0] if strict_margin else duality_gap_weights(core.inv_c, float(options.tol), lam)
 
     def pairwise_solve(tol_: float, max_steps_: int, time_left_: float) -> tuple[int, float]:
         return inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule, float(options.gmdm_k),
@@ -1100,7 +1113,10 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     inv_c = core.inv_c[:n]
 
     def relative_gap(alpha: np.ndarray, G: np.ndarray) -> float:
-        return l2svm_duality_gap(alpha, G, inv_c, n) / max(2.0 * float(alpha @ G), 1e-300)
+        n2 = max(float(alpha @ G), 1e-300)
+        if strict_margin:
+            return (n2 - float(G.min())) / n2  # the Frank-Wolfe gap 2 (a'Qa - min_t G_t) over 2 a'Qa
+        return l2svm_duality_gap(alpha, G, inv_c, n) / (2.0 * n2)
 
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
                              relative_gap, inv_c, newton_record)
