@@ -11,6 +11,7 @@ from coresvm.solvers import active_face
 from coresvm.solvers.active_face import (
     face_minimum,
     face_system_by_cg,
+    gram_rows_product,
     landmark_rows,
     newton_step,
     scaled_outer_product,
@@ -173,6 +174,24 @@ def test_the_preconditioners_parts_equal_their_dense_definitions_under_any_threa
             products += [scaled_outer_product(rows, scale) for _ in range(3)]
     np.testing.assert_allclose(products[0], (rows * scale) @ (rows * scale).T, rtol=1e-12)
     assert all(np.array_equal(product, products[0]) for product in products)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gram_rows_products_equal_numpy_for_any_number_of_rows(dtype):
+    """Rows taken four at a time and the remainder one at a time: every count of rows from 0 to 9, scattered rows
+    and a prefix of the columns, in float64, against NumPy; the same sums whether a row is in a group of four or
+    alone."""
+    rng = np.random.RandomState(1)
+    gram = rng.rand(40, 48).astype(dtype)  # a Gram with spare capacity: the products read n_w of its columns
+    x = rng.randn(30)
+    for k in range(10):
+        rows = np.sort(rng.choice(40, k, replace=False))
+        expected = gram[rows, :30].astype(np.float64) @ x
+        np.testing.assert_allclose(gram_rows_product(gram, rows, 30, x), expected, rtol=1e-12, atol=1e-12)
+    rows = np.arange(9)
+    together = gram_rows_product(gram, rows, 30, x)
+    alone = np.array([gram_rows_product(gram, rows[i : i + 1], 30, x)[0] for i in range(9)])
+    np.testing.assert_array_equal(together, alone)
 
 
 def test_rejected_newton_steps_make_later_ones_dearer():
