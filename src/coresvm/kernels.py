@@ -426,6 +426,7 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
         out[:] = 0.0
         return out
     A, B = _product_operands(A, B)
+    given_a, given_b = A, B  # norms not given are computed from these, before the float32 cast
     single = precision == np.float32
     if single:
         A, B = A.astype(np.float32, copy=False), B.astype(np.float32, copy=False)
@@ -435,8 +436,8 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     if fused:  # fused_rbf_sums takes the direct form: no norms, no factorized operands
         B_t, A = np.ascontiguousarray(B.T), np.ascontiguousarray(A)
     elif spec.name == "rbf":
-        norms_a = squared_norms(A) if norms_a is None else norms_a
-        norms_b = squared_norms(B) if norms_b is None else norms_b
+        norms_a = squared_norms(given_a) if norms_a is None else norms_a
+        norms_b = squared_norms(given_b) if norms_b is None else norms_b
     factorizable = not fused and spec.name == "rbf" and rbf_factorizable(spec, 0.0, norms_b, limit)
     coef_shape = (-1,) + (1,) * (coef.ndim - 1)
     if factorizable:

@@ -268,6 +268,11 @@ class SimplexProblem:
             return self._norms[rows]
         return squared_norms(self.X[rows])
 
+    def kept_norms_of(self, rows) -> np.ndarray | None:
+        """Squared norms of the rows ``rows`` when the problem keeps every row's, else None: a kernel product
+        given None computes them from the rows it reads, and only when its kernel needs them."""
+        return self._norms[rows] if self._norms is not None else None
+
     def inv_c_of(self, rows) -> np.ndarray:
         """``1 / C_i`` of the rows ``rows``."""
         if self._inv_c is not None:

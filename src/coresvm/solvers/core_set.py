@@ -866,12 +866,12 @@ def label_weighted_sums(problem, targets, support, alpha, precision: type = np.f
         per_class = np.zeros((len(support), problem.label_gram.shape[0]))
         per_class[np.arange(len(support)), problem.class_index[support]] = alpha
         S = kernel_product(problem.X[targets], problem.X[support], problem.kernel, per_class,
-                           problem.norms_of(targets), problem.norms_of(support), precision=precision)
+                           problem.kept_norms_of(targets), problem.kept_norms_of(support), precision=precision)
         S += problem.bias_term * per_class.sum(axis=0)
         return np.einsum("tc,tc->t", S, problem.label_gram[problem.class_index[targets]])
     signed = alpha * problem.signs_of(support)
     sums = kernel_product(problem.X[targets], problem.X[support], problem.kernel, signed,
-                          problem.norms_of(targets), problem.norms_of(support), precision=precision)
+                          problem.kept_norms_of(targets), problem.kept_norms_of(support), precision=precision)
     return problem.signs_of(targets) * (sums + problem.bias_term * signed.sum())
 
 
