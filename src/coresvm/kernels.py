@@ -416,6 +416,9 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     errors near 1e-7 per kernel value, and sums them against the coefficients in float64 (:func:`weighted_sums`);
     the output is float64 either way.  The core-set
     solvers score candidates this way when their Gram matrix is float32 as well (``tol >= 1e-3``).
+
+    ``norms_a`` / ``norms_b``: the rows' squared norms.  When not given they are computed only if the kernel
+    uses them (RBF outside the fused few-feature loop), from ``A`` / ``B`` before the float32 cast.
     """
     n_a, n_b = A.shape[0], B.shape[0]
     coef = np.asarray(coef, dtype=np.float64)
