@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from reference_kernels import sklearn_kernel
 from scipy.optimize import minimize
 
-from coresvm.kernels import KernelSpec
+from coresvm.kernels import KernelSpec, squared_norms
 from coresvm.problem import (
     PARALLEL_MIN_WORK,
     SimplexProblem,
@@ -365,6 +365,26 @@ def test_core_set_problems_read_sparse_enough_dense_data_as_csr():
     np.testing.assert_array_equal(compact.X.toarray(), one_hot)
     assert isinstance(SimplexProblem(one_hot, y, np.full(300, 1.0), spec).X, np.ndarray)
     assert isinstance(SimplexProblem(half_full, y, np.full(300, 1.0), spec, compact=True).X, np.ndarray)
+
+
+def test_kept_norms_are_the_stored_norms_or_none():
+    """``kept_norms_of`` gathers the squared norms a problem stores (every non-compact problem, and compact CSR
+    ones) and is None for a compact dense problem, which keeps none; ``norms_of`` gives the same values in every
+    case."""
+    rng = np.random.RandomState(0)
+    dense = rng.randn(120, 3)
+    csr = sp.random(120, 40, density=0.1, random_state=rng, format="csr")
+    y = np.where(rng.rand(120) > 0.5, 1.0, -1.0)
+    rows = np.array([5, 0, 77, 119])
+    spec = KernelSpec("rbf", gamma=0.5)
+    for X, compact, kept in [(dense, False, True), (dense, True, False), (csr, True, True)]:
+        problem = SimplexProblem(X, y, np.full(120, 1.0), spec, compact=compact)
+        expected = squared_norms(X[rows])
+        np.testing.assert_array_equal(problem.norms_of(rows), expected)
+        if kept:
+            np.testing.assert_array_equal(problem.kept_norms_of(rows), expected)
+        else:
+            assert problem.kept_norms_of(rows) is None
 
 
 def test_rows_far_from_the_origin_are_centered_rather_than_read_as_csr():
