@@ -6,16 +6,23 @@ test accuracy, #SV, peak RSS, the solver's status, and the time as a multiple of
 With ``--peer``, sklearnex ``SVC`` (or sklearn's when sklearnex is not installed) is fitted at the smallest
 and the largest C too, so the growth of a peer's time over the same range is beside ours.
 
+Two small sets are not in ``compare.py`` and run only when named: ``banana`` (the Ratsch / KEEL set,
+standardized, a stratified 70/30 split; C and gamma from a 3-fold cross-validated grid of SVC on the training
+rows, C = 2^-1, 2^1, .., 2^13 and gamma = 2^-5 .. 2^3) and ``checkerboard-5k`` (5,000 rows, the 1M checkerboard's
+C and gamma and test set).  Their problems fit the compiled small-problem path (``solvers/dense.py``).
+
 Writes ``benchmarks/results/c_range.md`` (or ``--out``) with the command, date, revision, machine and
 library versions.
 
     python benchmarks/c_range.py                        # every set (about 10 minutes on 2 cores)
     python benchmarks/c_range.py --sets ijcnn1,a9a --peer
+    python benchmarks/c_range.py --sets banana,checkerboard-5k --peer --out benchmarks/results/c_range_small.md
 """
 
 from __future__ import annotations
 
 import argparse
+import lzma
 import shlex
 import sys
 import tempfile
@@ -25,19 +32,47 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from coresvm.datasets import make_checkerboard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402 - the data sets, their C and gamma, and the process helpers are compare.py's
 
 STEPS = 6  # C x 4^k, k = 0..5
 FIT_LIMIT_S = 600.0  # a fit's process (warm-up and timed fit) is stopped after this
+# name -> (SVC's C, gamma): small sets, run only when named (module docstring)
+SMALL_SETS = {"banana": (32.0, 1.0), "checkerboard-5k": (10.0, 2.0)}
+
+
+def parameters(name: str) -> tuple[float, float]:
+    """SVC's C and gamma for a data set."""
+    return SMALL_SETS[name] if name in SMALL_SETS else compare.SETS[name][:2]
+
+
+def load(name: str):
+    """``[X_train, y_train, X_test, y_test]`` of a set of ``compare.py`` or of :data:`SMALL_SETS`."""
+    if name == "checkerboard-5k":
+        parts = compare.load("checkerboard", quick=True)  # its test set; the training rows are drawn here
+        X, y = make_checkerboard(5_000, random_state=compare.SEED)
+        return [X, y.astype(np.float64), parts[2], parts[3]]
+    if name == "banana":
+        with lzma.open(compare.datasets_dir() / "banana.dat.xz", "rt") as handle:
+            rows = [line for line in handle if line.strip() and not line.startswith("@")]
+        values = np.array([[float(value) for value in line.split(",")] for line in rows])
+        X_train, X_test, y_train, y_test = train_test_split(values[:, :2], values[:, 2], test_size=0.3,
+                                                            random_state=compare.SEED, stratify=values[:, 2])
+        scaler = StandardScaler().fit(X_train)
+        return [scaler.transform(X_train), y_train, scaler.transform(X_test), y_test]
+    return compare.load(name, False)
 
 
 def run_fit(folder: str, name: str, method: str, C: float, queue) -> None:
     """In a fresh process: load the saved data, warm up, time one fit at ``C``, score it."""
     try:
         X, y, X_test, y_test = compare.restore(Path(folder))
-        gamma = compare.SETS[name][1]
+        gamma = parameters(name)[1]
         if method == "coresvm":
             from coresvm import CoreSVC
 
@@ -79,7 +114,7 @@ def peer_method() -> str:
 
 
 def table(name: str, rows: list[tuple[str, float, dict]]) -> list[str]:
-    svc_C, gamma = compare.SETS[name][:2]
+    svc_C, gamma = parameters(name)
     lines = [f"### {name} (SVC C={svc_C:g}, gamma={gamma:g})", "",
              "| method | C | C / SVC's C | fit s | x the fit at SVC's C | test acc % | #SV | peak RSS MB | note |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -104,9 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(compare.RESULTS / "c_range.md"))
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.sets.split(",") if name.strip()]
-    unknown = sorted(set(names) - set(compare.SETS))
+    known = [*compare.SETS, *SMALL_SETS]
+    unknown = sorted(set(names) - set(known))
     if unknown:
-        parser.error(f"unknown data sets: {', '.join(unknown)} (known: {', '.join(compare.SETS)})")
+        parser.error(f"unknown data sets: {', '.join(unknown)} (known: {', '.join(known)})")
     lines = ["# CoreSVC's fit time over the C range (SVC's C x 1 .. x 1024)", "",
              f"- command: `python benchmarks/c_range.py {shlex.join(argv)}`".rstrip(),
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
@@ -117,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
              "`fit` alone.  CoreSVC: defaults, the data set's gamma and the C given.  'x the fit at SVC's C' "
              "divides by the same method's fit at the smallest C.", ""]
     for name in names:
-        svc_C = compare.SETS[name][0]
+        svc_C = parameters(name)[0]
         with tempfile.TemporaryDirectory() as folder:
-            compare.save(compare.load(name, False), Path(folder))
+            compare.save(load(name), Path(folder))
             rows = []
             for k in range(STEPS):
                 C = svc_C * 4.0**k

@@ -196,6 +196,62 @@ def test_multiclass_pairs_take_the_fast_path_within_the_budget_and_fall_back_out
     assert all(info["cache_misses"] == 0 for info in sparse.solver_info_)
 
 
+def overlapping_classes(m: int, n_classes: int = 2, seed: int = 0):
+    """Classes that overlap (about 15% of the points on the wrong side): at large C most points are support
+    vectors and the pairwise steps converge slowly (the ill-conditioned tail that Newton steps settle)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, 2))
+    y = np.minimum(np.floor((X[:, 0] + 0.5 * rng.standard_normal(m) + 1.5) * n_classes / 3.0), n_classes - 1)
+    return X, np.maximum(y, 0).astype(int)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_a_dense_solve_past_its_step_budget_goes_on_with_the_core_set_loop(n_classes, monkeypatch):
+    """A problem that needs more pairwise steps than the compiled loop's budget (dense_step_budget) goes on with the
+    core-set loop from the dense solution, binary fits and one-vs-one pairs solved in compiled chunks alike: the
+    same solution (an exact duality gap over every point within tol, as the dense path alone reaches) in a
+    fraction of the steps."""
+    import coresvm.solvers.dense as dense_module
+
+    X, y = overlapping_classes(600, n_classes)
+    params = dict(C=1e4, gamma=1.0, tol=1e-3, random_state=0)
+    model = CoreSVC(**params).fit(X, y)
+    budget = dense_module.dense_step_budget(len(X), 10**12)
+    monkeypatch.setattr(dense_module, "DENSE_MIN_STEPS", 10**12)  # no budget: the compiled loop alone
+    alone = CoreSVC(**params).fit(X, y)
+    assert model.fit_status_ == 0 and alone.fit_status_ == 0
+    continued = [info for info in model.solver_info_ if "rounds" in info]  # records of the core-set loop
+    assert continued and all(info["iterations"] > budget for info in continued)
+    assert sum(info["iterations"] for info in model.solver_info_) < 0.5 * sum(
+        info["iterations"] for info in alone.solver_info_)
+    # two solutions within tol of the optimum: points at the overlapping classes' boundaries may change sides
+    assert np.mean(model.predict(X) == alone.predict(X)) >= 0.98
+    if n_classes == 2:  # the certified gap of the solution, from its dual against the full extended kernel
+        signs = np.where(y == model.classes_[1], 1.0, -1.0)
+        problem = SimplexProblem(X, signs, np.full(len(X), 1e4), KernelSpec("rbf", 1.0, 0.0, 3), bias=True)
+        Q = problem.dense_Q()
+        alpha = np.zeros(len(X))
+        alpha[model.support_] = model.dual_coef_[0] * signs[model.support_]
+        alpha /= alpha.sum()
+        G = Q @ alpha
+        certified = min(problem.duality_gap(alpha, Q), l2svm_duality_gap(alpha, G, problem.inv_c, len(X)))
+        assert certified / (2 * alpha @ G) <= params["tol"] * (1 + 1e-6)
+
+
+def test_dense_solves_within_their_step_budget_are_unchanged(digits, monkeypatch):
+    """The step budget only ends solves that need many more steps than usual: the digits' pairs (at most a few
+    steps per point) give the same model with or without it."""
+    import coresvm.solvers.dense as dense_module
+
+    X, y = digits
+    params = dict(C=16 * 1024, gamma=0.05, random_state=0)
+    with_budget = CoreSVC(**params).fit(X, y)
+    monkeypatch.setattr(dense_module, "DENSE_MIN_STEPS", 10**12)
+    without = CoreSVC(**params).fit(X, y)
+    assert all("rounds" not in info for info in with_budget.solver_info_)
+    np.testing.assert_array_equal(with_budget.dual_coef_, without.dual_coef_)
+
+
 def test_fast_path_is_identical_for_every_n_jobs(digits):
     X, y = digits
     params = dict(C=16, gamma=0.05, random_state=0)

@@ -10,7 +10,7 @@ from test_solvers import assert_reaches_exact_optimum, dense_alpha, exact_soluti
 import coresvm.joint as joint_module
 from coresvm.joint import joint_problem, uses_dense_joint
 from coresvm.kernels import KernelSpec
-from coresvm.solvers import dense_joint
+from coresvm.solvers import dense
 from coresvm.solvers.dense_joint import MIN_ROWS, row_capacity, run_dense_joint
 from coresvm.solvers.driver import SolverOptions
 from coresvm.svc import CoreSVC
@@ -60,8 +60,8 @@ def test_a_support_larger_than_the_buffer_continues_on_the_core_set_solver(monke
     problem = larger_joint_problem(C=3.0)  # 145 support vectors
     m = problem.n_points
     continued = []
-    original = dense_joint.run_engine
-    monkeypatch.setattr(dense_joint, "run_engine", lambda *args: continued.append(1) or original(*args))
+    original = dense.run_engine  # the continuation is dense.continue_with_core_set's
+    monkeypatch.setattr(dense, "run_engine", lambda *args: continued.append(1) or original(*args))
     # 128 rows for the dense loop; the core-set solver's Gram then holds sqrt(budget / 8) = 226 points, and
     # scoring every point each round (n_candidates = m) makes its stop the exact optimality check
     options = SolverOptions(core_set=True, second_vertex="imdm", tol=1e-9, seed=0, cache_bytes=MIN_ROWS * m * 8,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,13 +43,20 @@ from .multiclass import (
 )
 from .parallel import ProblemQueue, TimeBudget, contiguous_chunks, run_in_threads, work_through_queue
 from .problem import SimplexProblem, kkt_bias, take_rows
+from .solvers.clock import fit_clock
 from .solvers.dense import (
+    STAT_STATUS,
+    STAT_STEPS,
+    STAT_TIME,
+    continue_with_core_set,
+    dense_step_budget,
     fits_dense,
     run_dense_rows,
     run_many_dense_rows,
+    stopped_at_step_budget,
 )
 from .solvers.driver import SolverOptions, run_engine
-from .solvers.engine import print_progress
+from .solvers.engine import STATUS_NAMES, print_progress
 from .subproblems import empty_model, models_from_chunk, run_with_callback
 from .svc_options import (  # noqa: F401 -- the constants stay readable as coresvm.svc.<NAME>
     AUTO_FULL_SEARCH_MAX_POINTS,
@@ -628,13 +636,41 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         starts = [problem.init if problem.init is not None else NO_WARM_START for problem in problems]
         init_offsets = np.cumsum([0] + [len(init_idx) for init_idx, _ in starts])
         options = self.solver_options(max(sizes), 0, max_time)
+        dense_options = replace(options, max_iter=dense_step_budget(max(sizes), options.max_iter))
+        start = fit_clock()
         alpha, stats = run_many_dense_rows(
-            X, rows, offsets, signs, C, self._kernel_spec, self.bias_rule != "none", 0.0, options,
+            X, rows, offsets, signs, C, self._kernel_spec, self.bias_rule != "none", 0.0, dense_options,
             np.array([problem.seed for problem in problems]), np.concatenate([init_idx for init_idx, _ in starts]),
             np.concatenate([init_alpha for _, init_alpha in starts]), init_offsets, max_time, self._blend_start)
-        return models_from_chunk(problems, rows, offsets, signs, alpha, stats, self.bias_rule != "none")
+        models = models_from_chunk(problems, rows, offsets, signs, alpha, stats, self.bias_rule != "none")
+        unfinished = [k for k in range(len(problems))
+                      if stopped_at_step_budget(STATUS_NAMES[int(stats[k, STAT_STATUS])], int(stats[k, STAT_STEPS]),
+                                                options.max_iter)]
+        time_left = max_time - (fit_clock() - start)
+        budget = TimeBudget(time_left, len(unfinished), 1)
+        for k in unfinished:  # each goes on with the core-set loop, from its dense solution, in the time left
+            if time_left > 0.0:
+                models[k] = self._finish_on_core_set(X, problems[k], alpha[offsets[k]:offsets[k + 1]],
+                                                     int(stats[k, STAT_STEPS]), float(stats[k, STAT_TIME]), budget)
+            else:
+                models[k].info["status"] = "max_time"
+        return models
 
-    def _fit_binary(self, X, problem: SubProblem, budget, stop) -> BinaryModel:
+    def _finish_on_core_set(self, X, problem: SubProblem, alpha: np.ndarray, steps: int, elapsed: float,
+                            budget: TimeBudget) -> BinaryModel:
+        """The model of a sub-problem whose compiled solve stopped at its step budget (``alpha`` over its rows,
+        after ``steps`` in ``elapsed`` seconds): the core-set loop goes on from that solution
+        (:func:`~coresvm.solvers.dense.continue_with_core_set`)."""
+        support = np.flatnonzero(alpha > 0)
+        model = self._fit_binary(X, replace(problem, init=(support, alpha[support])), budget, threading.Event(),
+                                 small_problem_path=False)
+        model.info["iterations"] += steps
+        model.info["time"] += elapsed
+        return model
+
+    def _fit_binary(self, X, problem: SubProblem, budget, stop, small_problem_path: bool = True) -> BinaryModel:
+        """Solve one sub-problem; ``small_problem_path=False``: not on the compiled small-problem path even where
+        it applies (:meth:`_small_problem_fast_path`)."""
         rows = problem.rows
         self._check_one_C(problem.C)
         bias_rule = self.bias_rule
@@ -651,14 +687,19 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
                                   lam=lam, compact=options.core_set)
 
         simplex = None
-        if self._small_problem_fast_path(X, len(rows), options):
+        if small_problem_path and self._small_problem_fast_path(X, len(rows), options):
             # The pair's rows are gathered inside the compiled (GIL-free) call: no X[rows] copy in Python,
             # so n_jobs worker threads hold the GIL only briefly per pair.
             kept_rows, dots_in, keep_dots = self._reused_rows(X, problem)
+            dense_options = replace(options, max_iter=dense_step_budget(len(rows), options.max_iter))
             result = run_dense_rows(X, rows, problem.signs, problem.C, self._kernel_spec, bias_rule != "none", lam,
-                                    options, init_idx, init_alpha, dots_in, keep_dots, kept_rows,
+                                    dense_options, init_idx, init_alpha, dots_in, keep_dots, kept_rows,
                                     self._rows_out is not None, self._blend_start)
             self._keep_rows(problem, result, dots_in, keep_dots)
+            if stopped_at_step_budget(result.status, result.n_iter, options.max_iter):
+                simplex = simplex_problem()
+                result = continue_with_core_set(simplex, options, result.support, result.alpha, result.n_iter,
+                                                result.time)
             if options.verbose > 0:  # one compiled call: a single line when it ends
                 print_progress(result.n_iter, result.gap, result.rel_gap, len(result.support), result.time)
         elif self.callback is None:

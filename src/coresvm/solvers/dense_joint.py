@@ -27,14 +27,13 @@ here the row buffer holds as many rows as the byte budget allows (``cache_size /
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import numpy as np
 
 from ..kernels import single_threaded_blas
 from ..problem import SimplexProblem
 from .core_set import gram_dtype
-from .dense import BATCH, RowScheme, solve_dense_loop
+from .dense import BATCH, RowScheme, continue_with_core_set, solve_dense_loop
 from .driver import SolverOptions, SolverResult, run_engine, solver_result
 from .engine import SECOND_VERTEX_RULES, STATUS_CORE_SET_FULL
 from .sampling import balanced_initial_points
@@ -112,7 +111,8 @@ def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: n
     elapsed = time.perf_counter() - start
     support = np.flatnonzero(alpha > 0)
     if status == STATUS_CORE_SET_FULL:
-        return _continue_with_core_set(problem, options, support, alpha[support], int(steps), elapsed)
+        # the buffer is full of support vectors
+        return continue_with_core_set(problem, options, support, alpha[support], int(steps), elapsed)
     return solver_result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
                          rounds=int(rounds), cache_bytes=int(capacity) * m * np.dtype(gram_dtype(options.tol)).itemsize)
 
@@ -130,12 +130,3 @@ def _two_label_products(label_gram: np.ndarray) -> tuple[float, float]:
         raise ValueError("the dense joint solver takes a label Gram with one diagonal and one off-diagonal value "
                          "(simplex_label_gram)")
     return same, other
-
-
-def _continue_with_core_set(problem, options, support, alpha, steps: int, elapsed: float) -> SolverResult:
-    """The buffer is full of support vectors: the core-set solver goes on from ``(support, alpha)``."""
-    rest = replace(options, max_iter=max(options.max_iter - steps, 1), max_time=max(options.max_time - elapsed, 0.0))
-    result = run_engine(problem, rest, support, alpha)
-    result.n_iter += steps
-    result.time += elapsed
-    return result
