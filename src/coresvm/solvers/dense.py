@@ -114,7 +114,9 @@ def fits_dense(n_points: int, cache_bytes: int) -> bool:
 # the one-vs-one pairs of USPS, letter and pendigits at C x 1..1024 took at most 3) goes on with the core-set loop,
 # whose Newton steps on the active face settle the slow, ill-conditioned solves of large C
 # (:mod:`~coresvm.solvers.active_face`): banana (3,710 points, 45% support vectors) at C = 6,400 took 2.87 million
-# pairwise steps and 28 s here, 0.7 s on the core-set loop.
+# pairwise steps and 17.6-28 s here, 0.8 s with the hand-over.  5 steps per point gave the flattest times over C:
+# 10 and 20 made the large-C fits slower (banana at C = 1,600: 0.47, 0.51, 0.75 s), and cost banana at C = 100,
+# which needs 11 per point, 0.1 s less.
 DENSE_STEPS_PER_POINT = 5
 DENSE_MIN_STEPS = 10_000
 
