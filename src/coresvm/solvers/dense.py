@@ -115,8 +115,8 @@ def fits_dense(n_points: int, cache_bytes: int) -> bool:
 # whose Newton steps on the active face settle the slow, ill-conditioned solves of large C
 # (:mod:`~coresvm.solvers.active_face`): banana (3,710 points, 45% support vectors) at C = 6,400 took 2.87 million
 # pairwise steps and 17.6-28 s here, 0.8 s with the hand-over.  5 steps per point gave the flattest times over C:
-# 10 and 20 made the large-C fits slower (banana at C = 1,600: 0.47, 0.51, 0.75 s), and cost banana at C = 100,
-# which needs 11 per point, 0.1 s less.
+# 10 and 20 made the large-C fits slower (banana at C = 1,600: 0.51 and 0.75 s against 0.47 s), while 20 saved
+# 0.1 s at C = 100, where banana needs 11 per point.
 DENSE_STEPS_PER_POINT = 5
 DENSE_MIN_STEPS = 10_000
 
