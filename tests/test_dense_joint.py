@@ -72,6 +72,32 @@ def test_a_support_larger_than_the_buffer_continues_on_the_core_set_solver(monke
     assert len(result.support) > MIN_ROWS
 
 
+def test_a_joint_solve_past_its_step_budget_goes_on_with_the_core_set_solver(monkeypatch):
+    """Three overlapping classes at large C: the pairwise steps alone are slow (more than 10 million at C=1,000 on
+    3,000 points), so past dense_step_budget the core-set solver, with its Newton steps, continues from the
+    solution reached; the result is the same optimum as the dense loop's alone, in fewer steps."""
+    from test_dense import overlapping_classes
+
+    X, y = overlapping_classes(400, 3)
+    problem = joint_problem(X, y, 3, np.full(400, 1e4), SPEC)
+    continued = []
+    original = dense.run_engine
+    monkeypatch.setattr(dense, "run_engine", lambda *args: continued.append(1) or original(*args))
+    options = SolverOptions(core_set=True, second_vertex="imdm", tol=1e-6, seed=0, n_candidates=400)
+    result = run_dense_joint(problem, options)
+    assert continued == [1] and result.n_iter > dense.dense_step_budget(400, options.max_iter)
+    monkeypatch.setattr(dense, "DENSE_MIN_STEPS", 10**12)  # no budget: the dense loop alone
+    alone = run_dense_joint(problem, options)
+    assert continued == [1] and result.n_iter < 0.75 * alone.n_iter  # 376,292 against 650,494 steps
+    Q = problem.dense_Q()
+    for fit in (result, alone):
+        alpha = dense_alpha(fit, 400)
+        assert fit.status == "converged"
+        assert problem.duality_gap(alpha, Q) <= 1e-6 * 2.0 * problem.objective(alpha, Q)
+    assert problem.objective(dense_alpha(result, 400), Q) == pytest.approx(
+        problem.objective(dense_alpha(alone, 400), Q), rel=1e-5)
+
+
 @pytest.mark.parametrize("tol", [1e-1, 1e-2, 1e-3])
 def test_float32_rows_stop_at_the_true_relative_gap(tol):
     """tol >= 1e-3 keeps float32 rows: the reported gap is still the exact one (up to rounding)."""

@@ -33,9 +33,9 @@ import numpy as np
 from ..kernels import single_threaded_blas
 from ..problem import SimplexProblem
 from .core_set import gram_dtype
-from .dense import BATCH, RowScheme, continue_with_core_set, solve_dense_loop
+from .dense import BATCH, RowScheme, continue_with_core_set, dense_step_budget, solve_dense_loop, stopped_at_step_budget
 from .driver import SolverOptions, SolverResult, run_engine, solver_result
-from .engine import SECOND_VERTEX_RULES, STATUS_CORE_SET_FULL
+from .engine import SECOND_VERTEX_RULES, STATUS_CORE_SET_FULL, STATUS_NAMES
 from .sampling import balanced_initial_points
 
 # The smallest row budget worth running: the initial points and two batches.
@@ -67,9 +67,10 @@ def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: n
     """Solve the joint ``problem`` with :func:`~coresvm.solvers.dense.solve_dense_loop`, like
     :func:`~coresvm.solvers.dense.run_dense`.
 
-    The row buffer takes at most ``options.cache_bytes`` (:func:`row_capacity`).  If the support outgrows it,
-    the core-set solver (``run_engine``) continues from the solution reached, with the iterations and time
-    left.
+    The row buffer takes at most ``options.cache_bytes`` (:func:`row_capacity`).  If the support outgrows it, or
+    the solve needs more pairwise steps than :func:`~coresvm.solvers.dense.dense_step_budget`, the core-set solver
+    continues from the solution reached (:func:`~coresvm.solvers.dense.continue_with_core_set`), with the
+    iterations and time left.
     """
     X = problem.X
     if not isinstance(X, np.ndarray):
@@ -94,6 +95,7 @@ def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: n
     same, other = _two_label_products(problem.label_gram)
     rows = np.empty((capacity, m), dtype=gram_dtype(options.tol))  # lent to the loop as memory
     kernel = problem.kernel
+    budget = dense_step_budget(m, options.max_iter)  # past it, the core-set loop's Newton steps take over
     start = time.perf_counter()
     # One thread: BLAS's own threads spin-wait between the loop's small products (chunks of DOT_CHUNK rows)
     # and doubled the CPU time for no gain in wall time.
@@ -103,15 +105,15 @@ def run_dense_joint(problem: SimplexProblem, options: SolverOptions, init_idx: n
             np.array(problem.y, dtype=np.float64), problem.inv_c.copy(), np.int64(kernel.code), float(kernel.gamma),
             float(kernel.coef0), float(kernel.degree), float(problem.bias_term), problem.diag.copy(),
             float(problem.lam), np.int64(SECOND_VERTEX_RULES[options.second_vertex]), float(options.gmdm_k),
-            float(options.eta), float(options.tol), np.int64(options.max_iter), float(options.max_time), init_idx,
-            np.ascontiguousarray(init_alpha), np.int64(BATCH), joint_rows(same, other, options.max_iter),
+            float(options.eta), float(options.tol), np.int64(budget), float(options.max_time), init_idx,
+            np.ascontiguousarray(init_alpha), np.int64(BATCH), joint_rows(same, other, budget),
             *NO_OLD_DOTS, False, rows, *NO_KEPT_ORDER, False, False,
         )[:8]
     del rows
     elapsed = time.perf_counter() - start
     support = np.flatnonzero(alpha > 0)
-    if status == STATUS_CORE_SET_FULL:
-        # the buffer is full of support vectors
+    if status == STATUS_CORE_SET_FULL or stopped_at_step_budget(STATUS_NAMES[status], int(steps), options.max_iter):
+        # the buffer is full of support vectors, or the pairwise steps are slow
         return continue_with_core_set(problem, options, support, alpha[support], int(steps), elapsed)
     return solver_result(support, alpha[support], steps, gap, scale, status, n2, elapsed, cache_misses=int(n_rows),
                          rounds=int(rounds), cache_bytes=int(capacity) * m * np.dtype(gram_dtype(options.tol)).itemsize)
