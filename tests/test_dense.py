@@ -238,6 +238,20 @@ def test_a_dense_solve_past_its_step_budget_goes_on_with_the_core_set_loop(n_cla
         assert certified / (2 * alpha @ G) <= params["tol"] * (1 + 1e-6)
 
 
+def test_a_handed_over_solve_stays_within_max_iter_and_is_no_warm_start():
+    """max_iter bounds the compiled loop's steps and the core-set loop's together, in compiled chunks as for one
+    binary problem; a pair handed over is still a cold fit (``warm_start`` False in its record)."""
+    import coresvm.solvers.dense as dense_module
+
+    for n_classes in (2, 3):
+        X, y = overlapping_classes(600, n_classes)
+        max_iter = dense_module.dense_step_budget(len(X), 10**12) + 3_000
+        with pytest.warns(ConvergenceWarning):
+            model = CoreSVC(C=1e4, gamma=1.0, tol=1e-6, max_iter=max_iter, random_state=0).fit(X, y)
+        assert any("rounds" in info for info in model.solver_info_)  # handed over
+        assert all(info["iterations"] <= max_iter and not info["warm_start"] for info in model.solver_info_)
+
+
 def test_dense_solves_within_their_step_budget_are_unchanged(digits, monkeypatch):
     """The step budget only ends solves that need many more steps than usual: the digits' pairs (at most a few
     steps per point) give the same model with or without it."""

@@ -650,27 +650,18 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         budget = TimeBudget(time_left, len(unfinished), 1)
         for k in unfinished:  # each goes on with the core-set loop, from its dense solution, in the time left
             if time_left > 0.0:
-                models[k] = self._finish_on_core_set(X, problems[k], alpha[offsets[k]:offsets[k + 1]],
-                                                     int(stats[k, STAT_STEPS]), float(stats[k, STAT_TIME]), budget)
+                alpha_k = alpha[offsets[k]:offsets[k + 1]]
+                support = np.flatnonzero(alpha_k > 0)
+                dense_start = (support, alpha_k[support], int(stats[k, STAT_STEPS]), float(stats[k, STAT_TIME]))
+                models[k] = self._fit_binary(X, problems[k], budget, threading.Event(), dense_start)
             else:
                 models[k].info["status"] = "max_time"
         return models
 
-    def _finish_on_core_set(self, X, problem: SubProblem, alpha: np.ndarray, steps: int, elapsed: float,
-                            budget: TimeBudget) -> BinaryModel:
-        """The model of a sub-problem whose compiled solve stopped at its step budget (``alpha`` over its rows,
-        after ``steps`` in ``elapsed`` seconds): the core-set loop goes on from that solution
+    def _fit_binary(self, X, problem: SubProblem, budget, stop, dense_start: tuple | None = None) -> BinaryModel:
+        """Solve one sub-problem.  ``dense_start = (support, alpha, steps, seconds)``: a compiled small-problem
+        solve of it that stopped at its step budget (:meth:`_solve_chunk`), from which the core-set loop goes on
         (:func:`~coresvm.solvers.dense.continue_with_core_set`)."""
-        support = np.flatnonzero(alpha > 0)
-        model = self._fit_binary(X, replace(problem, init=(support, alpha[support])), budget, threading.Event(),
-                                 small_problem_path=False)
-        model.info["iterations"] += steps
-        model.info["time"] += elapsed
-        return model
-
-    def _fit_binary(self, X, problem: SubProblem, budget, stop, small_problem_path: bool = True) -> BinaryModel:
-        """Solve one sub-problem; ``small_problem_path=False``: not on the compiled small-problem path even where
-        it applies (:meth:`_small_problem_fast_path`)."""
         rows = problem.rows
         self._check_one_C(problem.C)
         bias_rule = self.bias_rule
@@ -687,7 +678,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
                                   lam=lam, compact=options.core_set)
 
         simplex = None
-        if small_problem_path and self._small_problem_fast_path(X, len(rows), options):
+        if dense_start is None and self._small_problem_fast_path(X, len(rows), options):
             # The pair's rows are gathered inside the compiled (GIL-free) call: no X[rows] copy in Python,
             # so n_jobs worker threads hold the GIL only briefly per pair.
             kept_rows, dots_in, keep_dots = self._reused_rows(X, problem)
@@ -702,6 +693,9 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
                                                 result.time)
             if options.verbose > 0:  # one compiled call: a single line when it ends
                 print_progress(result.n_iter, result.gap, result.rel_gap, len(result.support), result.time)
+        elif dense_start is not None:
+            simplex = simplex_problem()
+            result = continue_with_core_set(simplex, options, *dense_start)
         elif self.callback is None:
             simplex = simplex_problem()
             result = run_engine(simplex, options, init_idx, init_alpha)
