@@ -245,3 +245,45 @@ def test_faces_are_factorized_up_to_a_larger_size_once_the_conjugate_gradients_a
     assert record.penalty == penalty * active_face.REJECTION_PENALTY**2
     record.note(True, by_cg=True, n_face=slow_limit + 1)
     assert not active_face.factorizes(limit + 1, record)
+
+
+
+@pytest.mark.parametrize("first_chunk", [None, active_face.WARM_FIRST_CHUNK_STEPS])
+def test_a_solve_checks_its_rate_after_chunks_of_a_step_per_point_the_first_as_asked(first_chunk):
+    """Rate checks (and Newton steps) come after chunks of one pairwise step per point, at least MIN_CHUNK_STEPS;
+    the first after ``first_chunk`` steps when given (a warm-started core-set round, whose new points make a Newton
+    step pay soonest)."""
+    n_w = 3 * active_face.MIN_CHUNK_STEPS
+    alpha, G = np.full(n_w, 1.0 / n_w), np.ones(n_w)
+    quotas, gap = [], [1.0]
+
+    def pairwise(tol, max_steps, time_left):
+        quotas.append(max_steps)
+        gap[0] *= 0.5
+        return max_steps, gap[0]
+
+    record = active_face.NewtonRecord(penalty=1e300)  # no Newton step: only the chunks are watched
+    steps, final_gap = solve_with_newton(pairwise, None, alpha, G, n_w, 0.01, 10**9, 1e9, lambda alpha, G: gap[0],
+                                         record=record, first_chunk=first_chunk)
+    assert final_gap <= 0.01 and steps == sum(quotas) and len(quotas) == 7
+    assert quotas == [first_chunk or n_w] + [n_w] * 6
+
+
+def test_core_set_rounds_after_the_first_start_with_the_short_chunk(monkeypatch):
+    """solve_core_set's first solve (a cold start, where an early Newton step lands on a face far from the support)
+    runs regular chunks; every later round, warm-started, the short first chunk."""
+    from coresvm import CoreSVC
+    from coresvm.solvers import core_set
+
+    seen = []
+    original = core_set.solve_with_newton
+
+    def watched(*args, **kwargs):
+        seen.append(args[-1])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(core_set, "solve_with_newton", watched)
+    X, y = make_checkerboard(6000, random_state=0)  # above the small problems' compiled loop
+    CoreSVC(C=1000, gamma=2.0, random_state=0).fit(X, y)
+    assert len(seen) > 2
+    assert seen == [None] + [active_face.WARM_FIRST_CHUNK_STEPS] * (len(seen) - 1)
