@@ -68,17 +68,6 @@ CHOLESKY_NS_PER_FLOP = 0.04
 # Pairwise steps per chunk between the rate checks, per core-set point (and at least this many).
 CHUNK_STEPS_PER_POINT = 1
 MIN_CHUNK_STEPS = 8192
-# The first chunk of a core-set round's solve (solve_core_set's rounds after the first: a warm start) is shorter.  The
-# points that just joined make the active face's minimum far from the iterate, and a Newton step there usually pays
-# at once: on the 1M checkerboard at C = 10,240 each late round took a first chunk of 8,192 steps, then a Newton step
-# that cut the gap 10-40x, and every one was kept.  A first chunk of 2,048 steps (later ones unchanged; paired
-# seeds, medians): the checkerboard 4.11 -> 3.73 s (seeds 0-2) and 4.26 -> 3.69 s (3-6), at C = 640 10.9 -> 8.9 s;
-# ijcnn1 at C = 256 3.82 -> 2.68 s (30 -> 20 rounds), at C = 1,024 3.15 -> 2.99 s, at C = 16,384 3.98 -> 3.63 s,
-# at C = 65,536 mean 6.88 -> 6.12 s (0-6); w8a at C = 4,096 2.74 -> 2.64 s; a9a at C = 4, w8a at C = 16 and KDD99
-# the same.  Shortening every chunk instead (4,096) made ijcnn1 at C = 65,536 2-3x slower, and from a cold start
-# (uniform weights on 2,000 checkerboard points) a short first chunk took 76,000 steps against 50,000: its early
-# Newton step lands on a face still far from the support.
-WARM_FIRST_CHUNK_STEPS = 2048
 
 
 @njit(cache=True, nogil=True)
@@ -431,12 +420,10 @@ def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after:
 
 def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_steps: int, time_left: float,
                       gap_of, inv_c=None, record: NewtonRecord | None = None,
-                      face_residual: float = FACE_RESIDUAL, first_chunk: int | None = None) -> tuple[int, float]:
-    """Run ``pairwise_solve(tol, max_steps, time_left) -> (steps, gap)`` in chunks of one step per point (at least
-    :data:`MIN_CHUNK_STEPS`; the first of ``first_chunk`` steps when given, as :data:`WARM_FIRST_CHUNK_STEPS` for
-    a warm-started round), taking a Newton step on the active face when a chunk's rate says it pays
-    (:func:`newton_pays`).  Returns (steps, gap) as the pairwise solve does.  ``gap_of(alpha, G)``: the relative
-    duality gap of the L2-SVM, which measures the rate.
+                      face_residual: float = FACE_RESIDUAL) -> tuple[int, float]:
+    """Run ``pairwise_solve(tol, max_steps, time_left) -> (steps, gap)`` in chunks, taking a Newton step on the
+    active face when the chunks' rate says it pays (:func:`newton_pays`).  Returns (steps, gap) as the pairwise
+    solve does.  ``gap_of(alpha, G)``: the relative duality gap of the L2-SVM, which measures the rate.
     ``record``: the fit's :class:`NewtonRecord`, shared by its solves (a fresh one when not given).  ``face_residual``:
     the faces' relative residual (:func:`face_minimum`)."""
     record = NewtonRecord() if record is None else record
@@ -445,7 +432,7 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
     steps_done = 0
     gap_before = gap_of(alpha[:n_w], G[:n_w])
     while True:
-        quota = min(first_chunk if steps_done == 0 and first_chunk else chunk, max_steps - steps_done)
+        quota = min(chunk, max_steps - steps_done)
         steps, gap = pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))
         steps_done += steps
         if gap <= tol or steps_done >= max_steps or steps < quota:

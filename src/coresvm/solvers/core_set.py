@@ -40,7 +40,7 @@ from ..kernels import (
     rbf_factorizable,
     run_row_blocks,
 )
-from .active_face import FACE_RESIDUAL, WARM_FIRST_CHUNK_STEPS, NewtonRecord, gram_rows_product, solve_with_newton
+from .active_face import FACE_RESIDUAL, NewtonRecord, gram_rows_product, solve_with_newton
 from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
@@ -970,7 +970,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         phase_start = fit_clock()
         time_left = max(options.max_time - (phase_start - start), 0.0)
         steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left,
-                                       newton_record, strict_margin and inner_tol <= final_inner_tol, warm=rounds > 0)
+                                       newton_record, strict_margin and inner_tol <= final_inner_tol)
         seconds["inner_solve"] += fit_clock() - phase_start
         total_steps += steps
         rounds += 1
@@ -1096,14 +1096,11 @@ def phase_record(seconds: dict, newton: NewtonRecord) -> dict:
 
 
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
-                time_left: float, newton_record: NewtonRecord, strict_margin: bool = False,
-                warm: bool = False) -> tuple[int, float]:
+                time_left: float, newton_record: NewtonRecord, strict_margin: bool = False) -> tuple[int, float]:
     """Solve the core set to ``tol``: pairwise steps (:func:`inner_solve`), and for the L2-SVM (``lam = 0``)
     Newton steps on the active face where their rate is slow
     (:func:`~coresvm.solvers.active_face.solve_with_newton`).  ``strict_margin``: to the Frank-Wolfe gap alone
-    (every core point within ``tol`` of the margin), which also measures the Newton steps' rate.  ``warm``: a
-    round after the first, whose iterate was solved before the new points joined (a shorter first chunk of pairwise
-    steps: :data:`~coresvm.solvers.active_face.WARM_FIRST_CHUNK_STEPS`)."""
+    (every core point within ``tol`` of the margin), which also measures the Newton steps' rate."""
     gap_weights = core.inv_c[:0] if strict_margin else duality_gap_weights(core.inv_c, float(options.tol), lam)
 
     def pairwise_solve(tol_: float, max_steps_: int, time_left_: float) -> tuple[int, float]:
@@ -1126,8 +1123,7 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     # million steps.  The duality gap averages the errors out.
     face_residual = min(FACE_RESIDUAL, tol) if strict_margin else FACE_RESIDUAL
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
-                             relative_gap, inv_c, newton_record, face_residual,
-                             WARM_FIRST_CHUNK_STEPS if warm else None)
+                             relative_gap, inv_c, newton_record, face_residual)
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:
