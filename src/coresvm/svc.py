@@ -678,7 +678,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
                                   lam=lam, compact=options.core_set)
 
         simplex = None
-        if dense_start is None and self._small_problem_fast_path(X, len(rows), options):
+        if dense_start is not None:
+            simplex = simplex_problem()
+            result = continue_with_core_set(simplex, options, *dense_start)
+        elif self._small_problem_fast_path(X, len(rows), options):
             # The pair's rows are gathered inside the compiled (GIL-free) call: no X[rows] copy in Python,
             # so n_jobs worker threads hold the GIL only briefly per pair.
             kept_rows, dots_in, keep_dots = self._reused_rows(X, problem)
@@ -693,9 +696,6 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
                                                 result.time)
             if options.verbose > 0:  # one compiled call: a single line when it ends
                 print_progress(result.n_iter, result.gap, result.rel_gap, len(result.support), result.time)
-        elif dense_start is not None:
-            simplex = simplex_problem()
-            result = continue_with_core_set(simplex, options, *dense_start)
         elif self.callback is None:
             simplex = simplex_problem()
             result = run_engine(simplex, options, init_idx, init_alpha)
