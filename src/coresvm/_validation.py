@@ -223,6 +223,7 @@ def check_kernel_range(X, spec: KernelSpec, estimator: str, rows=None) -> None:
     """
     if rows is not None:
         rows = np.flatnonzero(rows) if np.asarray(rows).dtype == bool else np.asarray(rows)
+        rows = None if len(rows) == X.shape[0] else rows  # every row (distinct: flatnonzero's or the caller's)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         # float64 norms (those of a float32 CSR matrix would be squared in float32): a sparse copy of the values
         norms = squared_norms(X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X)
@@ -336,7 +337,9 @@ def check_class_labels(y) -> None:
             "discrete classes: "
             "use integer or string labels (a regression target is not a class)"
         )
-    check_classification_targets(y)
+    # scikit-learn's check reads the labels' type and the number of distinct ones: on a 1-D numeric y the distinct
+    # labels answer the same, without its passes over every label (4 million: 20-60 ms).
+    check_classification_targets(distinct_labels(y) if y.ndim == 1 and y.dtype.kind in "biuf" else y)
 
 
 def unfitted_on_failure(fit):
@@ -376,17 +379,40 @@ def clear_fitted_state(estimator) -> None:
 LABEL_BLOCK = 2**20  # labels per block when encoding long label vectors
 
 
+def two_numeric_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(classes, y == classes[-1])`` when a numeric ``y`` holds one or two distinct values, else None: three passes
+    over ``y`` where ``np.unique`` sorts it (1M labels: 5 against 60-80 ms with the inverse)."""
+    if y.dtype.kind not in "biuf" or y.ndim != 1 or y.size == 0:
+        return None
+    low, high = y.min(), y.max()
+    is_high = y == high
+    if not (low == high or np.all(is_high | (y == low))):
+        return None
+    return np.unique(np.array([low, high], dtype=y.dtype)), is_high
+
+
+def distinct_labels(y: np.ndarray) -> np.ndarray:
+    """``np.unique(y)``, by :func:`two_numeric_labels` when it applies."""
+    two = two_numeric_labels(y)
+    return np.unique(y) if two is None else two[0]
+
+
 def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(y, return_inverse=True)`` with a small index type and no y-sized int64 arrays.
 
-    Short ``y`` go through ``np.unique`` itself.  A long ``y`` (an out-of-core
-    fit of millions of rows) is encoded in blocks: the classes are the union of
+    Short ``y`` go through ``np.unique`` itself (or :func:`two_numeric_labels`: the same classes and index).  A long
+    ``y`` (an out-of-core fit of millions of rows) is encoded in blocks: the classes are the union of
     the blocks' classes, and each label's index is found by binary search, stored
     in the smallest integer type that holds the number of classes (int8 for up to
     127 classes) instead of int64 -- one byte per row instead of the 8 of the
     inverse plus the 8 of np.unique's sort order.
     """
     y = np.asarray(y)
+    two = two_numeric_labels(y)
+    if two is not None:
+        classes, is_high = two
+        index_type = np.intp if y.shape[0] <= LABEL_BLOCK else np.int8
+        return classes, (is_high if len(classes) == 2 else np.zeros_like(is_high)).astype(index_type)
     if y.shape[0] <= LABEL_BLOCK:
         return np.unique(y, return_inverse=True)
     blocks = range(0, y.shape[0], LABEL_BLOCK)

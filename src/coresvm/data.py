@@ -145,15 +145,21 @@ STATISTICS_BLOCK_BYTES = 2**19  # row blocks of blocked_column_mean_std: their f
 def blocked_column_mean_std(X) -> tuple[np.ndarray, np.ndarray]:
     """Each column's mean and (population) standard deviation of a dense ``X``, in float64, over small row blocks
     merged by Chan et al.'s pairwise update: no ``X``-sized temporaries (``X.std`` made three, and took 0.6 s on
-    KDD99-10%'s 395,216 x 118 values against 0.14 s)."""
+    KDD99-10%'s 395,216 x 118 values against 0.14 s).  The column sums are products with a vector of ones (BLAS):
+    NumPy's ``sum(axis=0)`` walks a narrow block row by row (4 million rows of 2 columns: 127 ms against 37)."""
     n, mean, squares = 0, np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    ones = np.ones(0)
     for start, stop, block in iter_row_blocks(X, STATISTICS_BLOCK_BYTES):
+        rows = stop - start
+        ones = ones if len(ones) >= rows else np.ones(rows)
         block = np.asarray(block, dtype=np.float64)
-        block_mean = block.mean(axis=0)
+        block_mean = (ones[:rows] @ block) / rows
         delta = block_mean - mean
-        total = n + (stop - start)
-        mean = mean + delta * ((stop - start) / total)
-        squares += np.square(block - block_mean).sum(axis=0) + np.square(delta) * (n * (stop - start) / total)
+        total = n + rows
+        mean = mean + delta * (rows / total)
+        centered = block - block_mean
+        centered *= centered
+        squares += ones[:rows] @ centered + np.square(delta) * (n * rows / total)
         n = total
     return mean, np.sqrt(squares / max(n, 1))
 
