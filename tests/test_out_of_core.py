@@ -191,6 +191,25 @@ def test_encode_labels_in_blocks_equals_np_unique(monkeypatch):
         assert index.dtype == np.int8
 
 
+def test_labels_with_one_or_two_values_encode_as_np_unique():
+    from coresvm import _validation
+
+    rng = np.random.RandomState(0)
+    cases = (rng.choice([-1, 1], 900), rng.choice([0.0, 2.5], 900), rng.rand(900) > 0.5, np.full(900, 7.0),
+             rng.choice(np.array([3, 200], dtype=np.uint8), 900), rng.choice([1.0, 2.0, 3.0], 900),
+             np.array([1.0, np.nan, 1.0]))
+    for y in cases:
+        expected_classes, expected_index = np.unique(y, return_inverse=True)
+        classes, index = _validation.encode_labels(y)
+        np.testing.assert_array_equal(classes, expected_classes)
+        assert classes.dtype == expected_classes.dtype
+        np.testing.assert_array_equal(index, expected_index)
+        assert index.dtype == expected_index.dtype
+        np.testing.assert_array_equal(_validation.distinct_labels(y), np.unique(y))
+    assert _validation.two_numeric_labels(cases[0]) is not None  # the fast path ran
+    assert _validation.two_numeric_labels(cases[5]) is None
+
+
 def test_draw_distinct_is_distinct_in_range_and_deterministic():
     from coresvm.solvers.sampling import draw_distinct
 
