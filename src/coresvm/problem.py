@@ -258,6 +258,13 @@ class SimplexProblem:
             self._diag = kernel_diagonal(self.X, self.kernel, self.norms) + self.bias_term + self.inv_c
         return self._diag
 
+    def rows_of(self, rows: np.ndarray):
+        """``X[rows]`` for an integer index array: ``np.take`` on an in-memory array (60,000 random rows of the
+        1M checkerboard: 0.2 ms against 1.0 ms by fancy indexing), else the rows' own indexing (CSR, memory map)."""
+        if type(self.X) is np.ndarray:
+            return np.take(self.X, rows, axis=0)
+        return self.X[rows]
+
     def signs_of(self, rows) -> np.ndarray:
         """``y_i`` (float64) of the rows ``rows``."""
         return np.asarray(self.y[rows], dtype=np.float64)

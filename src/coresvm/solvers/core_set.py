@@ -719,7 +719,7 @@ class GramColumns:
 
     @classmethod
     def of(cls, problem, points: np.ndarray, rows_joining: np.ndarray, precision: type) -> GramColumns:
-        X, norms = problem.X[points].astype(precision), problem.norms_of(points)
+        X, norms = problem.rows_of(points).astype(precision), problem.norms_of(points)
         if sp.issparse(X) and dense_copy_fits(X, X.dtype.itemsize):
             X = X.toarray(order="F")  # X.T is C-contiguous: RightOperand takes it as it is
         signs = sign_factors(problem, points, precision)
@@ -787,7 +787,7 @@ def store_extended_rows(problem, rows_a, columns: GramColumns, gram: np.ndarray,
     diagonal (rows_a and the columns are disjoint), in the Gram's precision."""
     spec, precision = problem.kernel, gram.dtype.type
     if columns.factors is not None:
-        K = columns.right.products(problem.X[rows_a])  # 2g <a, b>
+        K = columns.right.products(problem.rows_of(rows_a))  # 2g <a, b>
         exp_in_place(K)
         row_factors = np.exp(-spec.gamma * problem.norms_of(rows_a)).astype(precision)
         # Scaled straight into the Gram's rows, except for the joint problem's label products (scaled in place)
@@ -797,7 +797,7 @@ def store_extended_rows(problem, rows_a, columns: GramColumns, gram: np.ndarray,
         if not problem.is_joint:
             return
     else:
-        K = apply_kernel_to_dots(columns.right.products(problem.X[rows_a]), spec, problem.norms_of(rows_a),
+        K = apply_kernel_to_dots(columns.right.products(problem.rows_of(rows_a)), spec, problem.norms_of(rows_a),
                                  columns.norms)
         K += problem.bias_term
         if not problem.is_joint:  # the joint problem's sign factors are ones
@@ -865,12 +865,12 @@ def label_weighted_sums(problem, targets, support, alpha, precision: type = np.f
     if problem.is_joint:
         per_class = np.zeros((len(support), problem.label_gram.shape[0]))
         per_class[np.arange(len(support)), problem.class_index[support]] = alpha
-        S = kernel_product(problem.X[targets], problem.X[support], problem.kernel, per_class,
+        S = kernel_product(problem.rows_of(targets), problem.rows_of(support), problem.kernel, per_class,
                            problem.kept_norms_of(targets), problem.kept_norms_of(support), precision=precision)
         S += problem.bias_term * per_class.sum(axis=0)
         return np.einsum("tc,tc->t", S, problem.label_gram[problem.class_index[targets]])
     signed = alpha * problem.signs_of(support)
-    sums = kernel_product(problem.X[targets], problem.X[support], problem.kernel, signed,
+    sums = kernel_product(problem.rows_of(targets), problem.rows_of(support), problem.kernel, signed,
                           problem.kept_norms_of(targets), problem.kept_norms_of(support), precision=precision)
     return problem.signs_of(targets) * (sums + problem.bias_term * signed.sum())
 
