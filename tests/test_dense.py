@@ -252,6 +252,31 @@ def test_a_handed_over_solve_stays_within_max_iter_and_is_no_warm_start():
         assert all(info["iterations"] <= max_iter and not info["warm_start"] for info in model.solver_info_)
 
 
+def test_pairs_continued_after_a_compiled_chunk_keep_their_share_of_max_time(monkeypatch):
+    """A pair of a compiled chunk continues in its share of the time left after the chunk: its dense seconds were
+    spent inside the chunk and are not taken from that share a second time."""
+    import coresvm.solvers.dense as dense_module
+    import coresvm.svc as svc_module
+
+    shares, limits = [], []
+    original_continue, original_engine = svc_module.continue_with_core_set, dense_module.run_engine
+
+    def continue_spy(problem, options, *args, **kwargs):
+        shares.append(options.max_time)
+        return original_continue(problem, options, *args, **kwargs)
+
+    def engine_spy(problem, options, *args, **kwargs):
+        limits.append(options.max_time)
+        return original_engine(problem, options, *args, **kwargs)
+
+    monkeypatch.setattr(svc_module, "continue_with_core_set", continue_spy)
+    monkeypatch.setattr(dense_module, "run_engine", engine_spy)
+    X, y = overlapping_classes(600, 3)
+    model = CoreSVC(C=1e4, gamma=1.0, tol=1e-3, max_time=1000.0, random_state=0).fit(X, y)
+    assert any("rounds" in info for info in model.solver_info_)  # handed over
+    assert shares and limits == shares
+
+
 def test_dense_solves_within_their_step_budget_are_unchanged(digits, monkeypatch):
     """The step budget only ends solves that need many more steps than usual: the digits' pairs (at most a few
     steps per point) give the same model with or without it."""

@@ -661,7 +661,8 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
     def _fit_binary(self, X, problem: SubProblem, budget, stop, dense_start: tuple | None = None) -> BinaryModel:
         """Solve one sub-problem.  ``dense_start = (support, alpha, steps, seconds)``: a compiled small-problem
         solve of it that stopped at its step budget (:meth:`_solve_chunk`), from which the core-set loop goes on
-        (:func:`~coresvm.solvers.dense.continue_with_core_set`)."""
+        (:func:`~coresvm.solvers.dense.continue_with_core_set`) in ``budget``'s share of the time left after the
+        chunk (those seconds are already spent)."""
         rows = problem.rows
         self._check_one_C(problem.C)
         bias_rule = self.bias_rule
@@ -680,7 +681,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         simplex = None
         if dense_start is not None:
             simplex = simplex_problem()
-            result = continue_with_core_set(simplex, options, *dense_start)
+            result = continue_with_core_set(simplex, options, *dense_start, time_counted=True)
         elif self._small_problem_fast_path(X, len(rows), options):
             # The pair's rows are gathered inside the compiled (GIL-free) call: no X[rows] copy in Python,
             # so n_jobs worker threads hold the GIL only briefly per pair.

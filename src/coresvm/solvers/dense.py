@@ -133,10 +133,13 @@ def stopped_at_step_budget(status: str, steps: int, max_iter: int) -> bool:
 
 
 def continue_with_core_set(problem: SimplexProblem, options: SolverOptions, support: np.ndarray, alpha: np.ndarray,
-                           steps: int, elapsed: float) -> SolverResult:
+                           steps: int, elapsed: float, time_counted: bool = False) -> SolverResult:
     """The core-set solver goes on from a dense solve's ``(support, alpha)``, after its ``steps`` in ``elapsed``
-    seconds, within what is left of ``options.max_iter`` and ``max_time``; the result counts both."""
-    rest = replace(options, max_iter=max(options.max_iter - steps, 1), max_time=max(options.max_time - elapsed, 0.0))
+    seconds, within what is left of ``options.max_iter`` and ``max_time``; the result counts both.
+    ``time_counted``: ``options.max_time`` is already what is left after those seconds (a share of the time left
+    after a compiled chunk of problems), so they are not subtracted again."""
+    time_left = options.max_time if time_counted else options.max_time - elapsed
+    rest = replace(options, max_iter=max(options.max_iter - steps, 1), max_time=max(time_left, 0.0))
     result = run_engine(problem, rest, support, alpha)
     result.n_iter += steps
     result.time += elapsed
