@@ -184,7 +184,7 @@ def _kkt_intercepts(problem, support, sv_class, alpha, rho, theoretic) -> np.nda
     ``sum_j a_j L[c_i, c_j] k_ij`` is ``g_i`` of the no-bias kernel; classes
     without an SV keep the theoretic value.
     """
-    kernel_only = SimplexProblem(problem.X[support], sv_class, 1.0 / problem.inv_c[support], problem.kernel,
+    kernel_only = SimplexProblem(problem.rows_of(support), sv_class, 1.0 / problem.inv_c[support], problem.kernel,
                                  bias=False, label_gram=problem.label_gram)
     every = np.arange(len(support))
     weighted = label_weighted_sums(kernel_only, every, every, alpha)

@@ -258,10 +258,11 @@ class SimplexProblem:
             self._diag = kernel_diagonal(self.X, self.kernel, self.norms) + self.bias_term + self.inv_c
         return self._diag
 
-    def rows_of(self, rows: np.ndarray):
-        """``X[rows]`` for an integer index array: ``np.take`` on an in-memory array (60,000 random rows of the
-        1M checkerboard: 0.2 ms against 1.0 ms by fancy indexing), else the rows' own indexing (CSR, memory map)."""
-        if type(self.X) is np.ndarray:
+    def rows_of(self, rows):
+        """``X[rows]``: for an integer index array and an in-memory array by ``np.take`` (60,000 random rows of the
+        1M checkerboard: 0.2 ms against 1.0 ms by fancy indexing), else by the rows' own indexing (masks, CSR,
+        memory maps)."""
+        if type(self.X) is np.ndarray and isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":
             return np.take(self.X, rows, axis=0)
         return self.X[rows]
 
@@ -273,7 +274,7 @@ class SimplexProblem:
         """Squared norms of the rows ``rows``."""
         if self._norms is not None:
             return self._norms[rows]
-        return squared_norms(self.X[rows])
+        return squared_norms(self.rows_of(rows))
 
     def kept_norms_of(self, rows) -> np.ndarray | None:
         """Squared norms of the rows ``rows`` when the problem keeps every row's, else None: a kernel product
@@ -298,7 +299,7 @@ class SimplexProblem:
             return self._diag[rows]
         if (constant := self._constant_diag()) is not None:
             return np.full(len(rows), constant)
-        return (kernel_diagonal(self.X[rows], self.kernel, self.norms_of(rows)) + self.bias_term
+        return (kernel_diagonal(self.rows_of(rows), self.kernel, self.norms_of(rows)) + self.bias_term
                 + self.inv_c_of(rows))
 
     def median_C(self) -> float:
@@ -542,7 +543,7 @@ def kkt_bias(problem: SimplexProblem, support: np.ndarray, alpha: np.ndarray, w2
     """
     signs = problem.signs_of(support)
     signed = alpha * signs
-    X_support = problem.X[support]
+    X_support = problem.rows_of(support)
     norms = problem.norms_of(support)
     f = kernel_product(X_support, X_support, problem.kernel, signed, norms, norms)
     return float(np.mean(signs * (w2 - alpha * problem.inv_c_of(support)) - f))
