@@ -215,6 +215,11 @@ def test_rejected_newton_steps_make_later_ones_dearer():
     stalled = (6000, 3000, 6000, 0.2, 0.21, 1e-2)
     assert active_face.newton_pays(*stalled)
     assert not active_face.newton_pays(*stalled, penalty=active_face.REJECTION_PENALTY)
+    # ... unless the steps since the last Newton step were slow as a whole: a gap that swings without net progress
+    penalty = active_face.REJECTION_PENALTY
+    assert active_face.newton_pays(*stalled, penalty=penalty, window=(300_000, 0.5, 0.4))
+    assert not active_face.newton_pays(*stalled, penalty=penalty, window=(300_000, 0.5, 0.6))  # no progress at all
+    assert not active_face.newton_pays(*stalled, penalty=penalty, window=(6000, 0.5, 0.05))  # fast over the window
 
 
 def test_faces_are_factorized_up_to_a_larger_size_once_the_conjugate_gradients_are_slow(monkeypatch):

@@ -395,23 +395,41 @@ def factorizes(n_face: int, record: NewtonRecord | None = None) -> bool:
 
 
 def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after: float, tol: float,
-                penalty: float = 1.0, factorize: bool | None = None) -> bool:
+                penalty: float = 1.0, factorize: bool | None = None, window: tuple[int, float, float] | None = None
+                ) -> bool:
     """Whether a Newton step is expected to cost less than the pairwise steps still needed: their rate over the
     last ``steps`` steps (from ``gap_before`` to ``gap_after``) extrapolated to ``tol``, against two
     factorizations of the face (a drop usually follows the first), or for the faces solved by conjugate gradients
     their expected products and the new gradient; that cost times ``penalty`` (:class:`NewtonRecord`).
-    ``factorize``: how the face is solved (None: :func:`factorizes` by its size alone)."""
+    ``factorize``: how the face is solved (None: :func:`factorizes` by its size alone).  ``window = (steps, gap at
+    its start, smallest gap since)``: the pairwise steps since the solve's last Newton step (or its start), whose
+    rate decides when the last chunk made no progress."""
     if n_face < 2 or steps <= 0 or gap_after <= tol:
         return False
-    if gap_after >= gap_before:
-        # No progress in the chunk (the gap of pairwise steps is not monotone): a Newton step, unless the fit's
-        # record says they have been rejected (an estimate of infinite pairwise cost outweighed any penalty:
-        # ijcnn1 at C = 65,536 tried 40 after its penalty had passed 10^6).
-        return penalty <= 1.0
-    per_step = np.log(gap_before / gap_after) / steps
-    remaining = np.log(gap_after / tol) / per_step
+    factorize = factorizes(n_face) if factorize is None else factorize
+    if gap_after < gap_before:
+        return newton_cheaper(np.log(gap_before / gap_after) / steps, gap_after, tol, n_w, n_face, penalty, factorize)
+    # No progress in the chunk (the gap of pairwise steps is not monotone): a Newton step, unless the fit's record
+    # says they have been rejected (an estimate of infinite pairwise cost outweighed any penalty: ijcnn1 at
+    # C = 65,536 tried 40 after its penalty had passed 10^6).  Then the window's rate decides: on banana at
+    # C = 32,768 the gap swung between 0.47 and 3.7 for 260,000 steps after a rejection, each chunk either without
+    # progress or, from a peak, with a rate that made the pairwise steps look fast.
+    if penalty <= 1.0:
+        return True
+    if window is None or not window[2] < window[1] or window[2] <= tol:
+        return False
+    window_steps, window_start, smallest = window
+    return newton_cheaper(np.log(window_start / smallest) / window_steps, smallest, tol, n_w, n_face, penalty,
+                          factorize)
+
+
+def newton_cheaper(per_step: float, gap: float, tol: float, n_w: int, n_face: int, penalty: float,
+                   factorize: bool) -> bool:
+    """Whether pairwise steps at the rate ``per_step`` (log of the gap per step) from ``gap`` to ``tol`` cost more
+    than ``penalty`` times a Newton step on a face of ``n_face`` points (:func:`newton_pays`)."""
+    remaining = np.log(gap / tol) / per_step
     pairwise_ns = remaining * n_w * PAIRWISE_NS_PER_ENTRY
-    if not (factorizes(n_face) if factorize is None else factorize):
+    if not factorize:
         newton_ns = (CG_EXPECTED_ITERATIONS * n_face + n_w) * n_w * CG_NS_PER_ENTRY
     else:
         newton_ns = 2.0 * (n_face**3 / 3.0 * CHOLESKY_NS_PER_FLOP + 3.0 * n_face * n_face) + n_w * n_face
@@ -431,6 +449,7 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
     chunk = max(MIN_CHUNK_STEPS, CHUNK_STEPS_PER_POINT * n_w)
     steps_done = 0
     gap_before = gap_of(alpha[:n_w], G[:n_w])
+    window_steps, window_start, smallest = 0, gap_before, gap_before  # since the last Newton step (newton_pays)
     while True:
         quota = min(chunk, max_steps - steps_done)
         steps, gap = pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))
@@ -438,9 +457,11 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
         if gap <= tol or steps_done >= max_steps or steps < quota:
             return steps_done, gap
         gap_after = gap_of(alpha[:n_w], G[:n_w])
+        window_steps, smallest = window_steps + steps, min(smallest, gap_after)
         n_face = int(np.sum(alpha[:n_w] > 0))
         factorize = factorizes(n_face, record)
-        if newton_pays(n_w, n_face, steps, gap_before, gap_after, tol, record.penalty, factorize):
+        if newton_pays(n_w, n_face, steps, gap_before, gap_after, tol, record.penalty, factorize,
+                       (window_steps, window_start, smallest)):
             def polish(quota: int = min(chunk, max_steps - steps_done)) -> int:
                 return pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))[0]
 
@@ -450,4 +471,5 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
             record.note(kept, by_cg=not factorize, n_face=n_face)
             if not kept:
                 chunk *= 2  # the face did not help yet: try again after more pairwise steps
+            window_steps, window_start, smallest = 0, gap_after, gap_after
         gap_before = gap_after
