@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -832,3 +833,25 @@ def test_a_warm_refit_starts_from_the_mean_of_the_fold_models_at_the_best_point(
     assert refit.warm_started_
     np.testing.assert_allclose([i["rho"] for i in refit.solver_info_], [i["rho"] for i in cold.solver_info_],
                                rtol=1e-4)
+
+
+def test_a_search_does_not_warn_for_each_degenerate_candidate_but_its_refit_warns():
+    """Candidates with a gamma far off the data's scale score badly; their DegenerateKernelWarnings would bury the
+    search's result (the README's quickstart printed three).  The refit of the chosen parameters warns as any fit."""
+    from sklearn.datasets import make_classification
+
+    from coresvm import CoreSVC
+    from coresvm._validation import DegenerateKernelWarning
+
+    X, y = make_classification(n_samples=300, n_features=8, n_informative=6, random_state=0)
+    with pytest.warns(DegenerateKernelWarning):
+        CoreSVC(gamma=64.0, random_state=0).fit(X, y)
+    grid = {"C": [1.0, 4.0], "gamma": [0.05, 64.0]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search = PatternSearchCV(CoreSVC(random_state=0), param_grid=grid, cv=2).fit(X, y)
+    assert search.best_params_["gamma"] == 0.05
+    assert 64.0 in [params["gamma"] for params in search.cv_results_["params"]]  # degenerate candidates were fitted
+    assert not [w for w in caught if issubclass(w.category, DegenerateKernelWarning)]
+    with pytest.warns(DegenerateKernelWarning):  # chosen parameters that are degenerate: the refit warns
+        PatternSearchCV(CoreSVC(random_state=0), param_grid={"C": [1.0], "gamma": [64.0]}, cv=2).fit(X, y)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import numbers
 import os
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -275,8 +278,26 @@ def _log10_largest_kernel_value(spec: KernelSpec, max_norm: float) -> float:
     return 0.0  # rbf, sigmoid: |k| <= 1
 
 
+# A search's candidate fits include gammas far off the data's scale on purpose; they score badly, and a warning for
+# each (the README's quickstart printed three) buries the one that matters: the refit of the chosen parameters warns
+# as any fit does.  A context variable, not a warnings filter: filters are process-wide and not thread-safe.
+_QUIET_DEGENERATE_KERNEL = contextvars.ContextVar("quiet_degenerate_kernel", default=False)
+
+
+@contextmanager
+def quiet_degenerate_kernel() -> Iterator[None]:
+    """Within the context (in this thread), fits do not emit :class:`DegenerateKernelWarning`."""
+    token = _QUIET_DEGENERATE_KERNEL.set(True)
+    try:
+        yield
+    finally:
+        _QUIET_DEGENERATE_KERNEL.reset(token)
+
+
 def _warn_if_degenerate_rbf(X, spec: KernelSpec, estimator: str, rows) -> None:
     """The :class:`DegenerateKernelWarning` of :func:`check_kernel_range`, from a sample of pairs of rows."""
+    if _QUIET_DEGENERATE_KERNEL.get():
+        return
     n_rows = X.shape[0] if rows is None else len(rows)
     if n_rows < 2:
         return

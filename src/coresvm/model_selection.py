@@ -47,6 +47,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_method_params, _num_samples, indexable
 from threadpoolctl import ThreadpoolController
 
+from ._validation import quiet_degenerate_kernel
 from .cache import cache_budgets
 from .kernels import limit_kernel_threads, process_kernel_threads
 from .warm_start import WarmStart
@@ -514,7 +515,7 @@ def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress
     number of fits that the estimator reports as warm-started).
     """
     outputs, n_warm = [], 0
-    with _limited_threads(thread_limit):
+    with _limited_threads(thread_limit), quiet_degenerate_kernel():  # the refit warns for the chosen parameters
         for parameters in parameter_list:
             out = _fit_and_score(estimator, X, y, train=train, test=test, parameters=parameters,
                                  split_progress=split_progress, **kwargs)
