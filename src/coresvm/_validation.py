@@ -225,8 +225,9 @@ def check_kernel_range(X, spec: KernelSpec, estimator: str, rows=None) -> None:
         training points) or ``> 1 - 1e-12`` (the kernel matrix is constant).
     """
     if rows is not None:
-        rows = np.flatnonzero(rows) if np.asarray(rows).dtype == bool else np.asarray(rows)
-        rows = None if len(rows) == X.shape[0] else rows  # every row (distinct: flatnonzero's or the caller's)
+        rows = np.asarray(rows)
+        if rows.dtype == bool:  # a mask that keeps every row is no selection: no index array, no gather of norms
+            rows = None if rows.all() else np.flatnonzero(rows)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         # float64 norms (those of a float32 CSR matrix would be squared in float32): a sparse copy of the values
         norms = squared_norms(X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X)
