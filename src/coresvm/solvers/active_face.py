@@ -416,9 +416,11 @@ def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after:
     # progress or, from a peak, with a rate that made the pairwise steps look fast.
     if penalty <= 1.0:
         return True
-    if window is None or not window[2] < window[1] or window[2] <= tol:
+    if window is None:
         return False
     window_steps, window_start, smallest = window
+    if not smallest < window_start or smallest <= tol:  # no progress over the window either, or already there
+        return False
     return newton_cheaper(np.log(window_start / smallest) / window_steps, smallest, tol, n_w, n_face, penalty,
                           factorize)
 
