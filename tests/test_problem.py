@@ -399,3 +399,23 @@ def test_rows_far_from_the_origin_are_centered_rather_than_read_as_csr():
     problem = SimplexProblem(X, y, np.full(400, 1.0), KernelSpec("rbf", gamma=0.5), compact=True)
     assert isinstance(problem.X, np.ndarray)
     np.testing.assert_allclose(problem.X, X - X.mean(axis=0))
+
+
+def test_rows_of_gathers_as_indexing_does_for_indices_masks_csr_and_memory_maps(tmp_path):
+    """SimplexProblem.rows_of is X[rows]: np.take for an integer index on an in-memory array, the rows' own indexing
+    otherwise (a boolean mask must not be read as the indices 0 and 1)."""
+    from coresvm.problem import SimplexProblem
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 3)
+    mapped_path = tmp_path / "X.npy"
+    np.save(mapped_path, X)
+    index = rng.permutation(50)[:20]
+    mask = rng.rand(50) > 0.5
+    for data in (X, sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0)), np.load(mapped_path, mmap_mode="r")):
+        problem = SimplexProblem(data, np.where(rng.rand(50) > 0.5, 1.0, -1.0), np.ones(50), KernelSpec("rbf", 0.5))
+        dense = data.toarray() if sp.issparse(data) else np.asarray(data)
+        for rows in (index, index.astype(np.int32), mask):
+            gathered = problem.rows_of(rows)
+            np.testing.assert_array_equal(gathered.toarray() if sp.issparse(gathered) else np.asarray(gathered),
+                                          dense[rows])
