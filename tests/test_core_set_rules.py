@@ -307,8 +307,8 @@ def test_only_dense_rbf_rows_off_the_origin_are_centered():
 
 
 def test_gradient_stays_the_gram_times_the_weights_through_a_large_c_fit(monkeypatch):
-    """G = Qa is updated step by step from Gram rows: it must not drift from the product (an asymmetric Gram made it
-    drift by 1e-3 of max|G| within one solve at C = 262,144 on ijcnn1)."""
+    """G = Qa is updated step by step from Gram rows (and Q's diagonal in float64): it must not drift from the product
+    (an asymmetric Gram made it drift by 1e-3 of max|G| within one solve at C = 262,144 on ijcnn1)."""
     import coresvm.solvers.core_set as core_set_module
     from coresvm import CoreSVC
     from coresvm.datasets import make_checkerboard
@@ -320,6 +320,7 @@ def test_gradient_stays_the_gram_times_the_weights_through_a_large_c_fit(monkeyp
     def checked(core, n, *args):
         result = solve(core, n, *args)
         exact = core.gram[:n, :n].astype(np.float64) @ core.alpha[:n]
+        exact += core.alpha[:n] * (core.diag[:n] - np.diagonal(core.gram)[:n])  # the diagonal is taken in float64
         drift.append(np.abs(exact - core.G[:n]).max() / np.abs(exact).max())
         return result
 
@@ -468,6 +469,9 @@ def test_update_pass_finds_the_toward_vertex_of_the_updated_gradient(n, lam):
         i, j = int(rng.integers(m)), int(rng.integers(m))
         keep, step = (1.0, 0.5) if trial % 2 else (0.5, 1.0)
         expected = keep * G[:n] + step * gram[i, :n].astype(float) - step * gram[j, :n].astype(float)
+        for t, step_t in ((i, step), (j, -step)):  # Q's diagonal is diag, not the Gram's (_diagonal_in_float64)
+            if t < n:
+                expected[t] += step_t * (diag[t] - float(gram[t, t]))
         scores = expected - 0.5 * lam * diag[:n]
         position, best, partner = _update_gradient_blocked(G, gram, i, j, keep, step, -step, diag, n, lam)
         np.testing.assert_array_equal(G[:n], expected)
@@ -709,3 +713,24 @@ def test_a_loose_margin_switches_the_strict_solves_to_the_frank_wolfe_gap(monkey
     monkeypatch.setattr(core_set, "LOOSE_MARGIN_FACTOR", np.inf)
     strict_gaps.clear()
     assert not run_engine(problem, options).phases["strict_margin"] and not strict_gaps
+
+
+def test_rows_repeated_with_both_labels_at_large_c_keep_their_one_over_c():
+    """Repeated rows merge into one point per label whose C is the group's sum: here two points with the same
+    features, opposite labels and C near 10^7, whose ``1/C`` a float32 Gram entry ``2 + 1/C`` cannot hold.  The
+    pairwise and Newton steps take Q's diagonal in float64: before, the fit at C=1e6 ran to ``max_iter`` (10^7
+    steps) with a relative gap printed as 1e292, and the fit at C=1e5 said converged on a model 15 points worse."""
+    import scipy.sparse as sp
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 5)
+    y = (X[:, 0] + 0.3 * rng.randn(300) > 0).astype(int)
+    X = sp.csr_matrix(np.where(rng.rand(300, 5) < 0.1, X, 0.0))  # 177 empty rows, labelled both ways
+    assert (X.getnnz(axis=1) == 0).sum() > 150
+    for C in (1e5, 1e6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            model = CoreSVC(C=C, random_state=0, max_iter=2_000_000).fit(X, y)
+        assert model.solver_info_[0]["status"] == "converged"
+        assert model.solver_info_[0]["iterations"] < 1_000_000
+        assert model.score(X, y) > 0.6, C  # the float64 Gram's model: 0.663 and 0.673

@@ -96,47 +96,62 @@ def residual_of_ones(Q_face, x):
     return out
 
 
-def solve_face_system(Q_face: np.ndarray, face_residual: float = FACE_RESIDUAL) -> np.ndarray | None:
+def diagonal_shortfall(gram, diag, rows: np.ndarray) -> np.ndarray:
+    """``diag[rows] - gram[rows, rows]``: what the Gram's own diagonal misses of Q's, ``diag`` (float64).
+
+    A float32 entry ``k(x, x) + b + 1/C`` cannot hold ``1/C`` below its resolution (C above ~10^6, or less once
+    repeated rows are merged), and a point labelled both ways then has two identical rows in the Gram; the core
+    set's solves take the diagonal from ``diag`` (as its pairwise steps do).  Zero for a float64 Gram."""
+    return diag[rows] - gram[rows, rows]
+
+
+def solve_face_system(Q_face: np.ndarray, face_residual: float = FACE_RESIDUAL,
+                      diag_face: np.ndarray | None = None) -> np.ndarray | None:
     """``Q_face^{-1} 1``; None when ``Q_face`` is not numerically positive definite.
 
     A float32 ``Q_face`` (the core set's float32 Gram) is factorized in float32 and the solution refined in
     float64 against the same matrix (Langou et al. 2006), which needs no float64 copy of it; a float64
     factorization is the fallback when that fails, and the only one for a float64 ``Q_face``.  On one thread:
     when the cores are busy (other processes, parallel fits), OpenBLAS's waiting threads made a 400-point
-    factorization take 0.9 s instead of 13 ms, and a 2,160-point one 10 s.
+    factorization take 0.9 s instead of 13 ms, and a 2,160-point one 10 s.  ``diag_face``: the matrix's diagonal in
+    float64 (:func:`diagonal_shortfall`), which the residuals and the float64 factorization take instead of its own.
     """
     ones = np.ones(Q_face.shape[0])
+    shortfall = np.zeros(len(ones)) if diag_face is None else diag_face - np.diagonal(Q_face)
     with single_threaded_blas():
         if Q_face.dtype == np.float32:
-            x = _refined_float32_solve(Q_face, ones, face_residual)
+            x = _refined_float32_solve(Q_face, ones, face_residual, shortfall)
             if x is not None:
                 return x
+        Q_face = Q_face.astype(np.float64)
+        Q_face[np.diag_indices_from(Q_face)] += shortfall
         try:
-            factor = cho_factor(Q_face.astype(np.float64), lower=True, overwrite_a=True, check_finite=False)
+            factor = cho_factor(Q_face, lower=True, overwrite_a=True, check_finite=False)
         except LinAlgError:
             return None
         return cho_solve(factor, ones, check_finite=False)
 
 
-def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray, face_residual: float) -> np.ndarray | None:
-    """``Q_face^{-1} 1`` from a float32 factorization: corrections solved in float32, residuals in float64; None
-    unless the relative residual reaches ``face_residual``."""
+def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray, face_residual: float,
+                           shortfall: np.ndarray) -> np.ndarray | None:
+    """``Q_face^{-1} 1`` from a float32 factorization: corrections solved in float32, residuals in float64 (with the
+    diagonal's ``shortfall`` added); None unless the relative residual reaches ``face_residual``."""
     try:
         factor = cho_factor(Q_face, lower=True, check_finite=False)
     except LinAlgError:
         return None
     x = np.zeros(len(ones))
     for _ in range(REFINEMENTS + 1):
-        x += cho_solve(factor, residual_of_ones(Q_face, x).astype(np.float32), check_finite=False)
+        x += cho_solve(factor, (residual_of_ones(Q_face, x) - shortfall * x).astype(np.float32), check_finite=False)
     # The face minimum is a start for the pairwise steps, judged by its duality gap: a relative residual of
     # FACE_RESIDUAL is plenty.  Beyond it, float32 cannot hold the system (condition number ~1 / float32 epsilon).
-    if np.linalg.norm(residual_of_ones(Q_face, x)) <= face_residual * np.sqrt(len(ones)):
+    if np.linalg.norm(residual_of_ones(Q_face, x) - shortfall * x) <= face_residual * np.sqrt(len(ones)):
         return x
     return None
 
 
 def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord | None = None,
-                 face_residual: float = FACE_RESIDUAL) -> tuple[np.ndarray, np.ndarray, bool] | None:
+                 face_residual: float = FACE_RESIDUAL, diag=None) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """The minimizer of ``a'Qa`` on the simplex face of the positive weights in ``alpha[:n_w]``.
 
     Faces that :func:`factorizes` picks (up to :data:`CHOLESKY_MAX_FACE` points, or
@@ -148,7 +163,8 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord
     ``exact`` when no weight came out negative, else the last solution's weights clipped at zero and
     renormalized.  None when the face is large and ``inv_c`` or ``G`` is missing, or the system has no
     positive solution (``Q_SS`` not numerically positive definite).  ``face_residual``: the relative residual the
-    face's system is solved to.
+    face's system is solved to.  ``diag``: Q's diagonal in float64 where the Gram's cannot hold it
+    (:func:`diagonal_shortfall`; None: the Gram's own).
     """
     face = np.flatnonzero(alpha[:n_w] > 0)
     if len(face) < 2:
@@ -157,13 +173,13 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord
         if inv_c is None or G is None:
             return None
         x = face_system_by_cg(gram, face, inv_c, n_w, alpha[face] / max(float(alpha[:n_w] @ G[:n_w]), 1e-300),
-                              record, face_residual)
+                              record, face_residual, diag)
         if x is None or not x.sum() > 0.0:
             return None
         positive = x > 0.0
         return face[positive], x[positive] / x[positive].sum(), bool(positive.all())
     for attempt in range(NEWTON_MAX_DROPS + 1):
-        x = solve_face_system(gram[np.ix_(face, face)], face_residual)
+        x = solve_face_system(gram[np.ix_(face, face)], face_residual, None if diag is None else diag[face])
         if x is None or not x.sum() > 0.0:
             return None
         weights = x / x.sum()
@@ -205,14 +221,17 @@ def rows_times_vector(gram, rows, n_w, x, start, stop, out):
         out[rest] = total
 
 
-def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray) -> np.ndarray:
-    """``gram[rows, :n_w] @ x`` on the kernel threads, reading whole rows in place (``x`` is 0 off the face)."""
+def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray, diag=None) -> np.ndarray:
+    """``gram[rows, :n_w] @ x`` on the kernel threads, reading whole rows in place (``x`` is 0 off the face); with
+    ``diag``, the rows of Q whose diagonal is ``diag`` (:func:`diagonal_shortfall`)."""
     out = np.empty(len(rows))
 
     def block(start: int) -> None:
         rows_times_vector(gram, rows, n_w, x, start, min(start + PRODUCT_ROWS, len(rows)), out)
 
     run_row_blocks(len(rows), PRODUCT_ROWS, block, None)
+    if diag is not None:
+        out += x[rows] * diagonal_shortfall(gram, diag, rows)
     return out
 
 
@@ -260,7 +279,8 @@ def scaled_outer_product(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start: np.ndarray,
-                      record: NewtonRecord | None = None, face_residual: float = FACE_RESIDUAL) -> np.ndarray | None:
+                      record: NewtonRecord | None = None, face_residual: float = FACE_RESIDUAL,
+                      diag=None) -> np.ndarray | None:
     """``Q_SS^{-1} 1`` by preconditioned conjugate gradients, from ``start``; None without a positive 1/C part.
 
     ``Q_SS = K_SS + diag(1/C)``.  The preconditioner is ``diag(1/C) + K_SL K_LL^{-1} K_LS``, the Nystrom
@@ -272,7 +292,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     The products read the face's rows of the Gram in place.  Stops at the relative residual
     ``face_residual`` or after :data:`CG_MAX_ITERATIONS` steps: the result is a start for pairwise steps.
     ``record`` (a fit's :class:`NewtonRecord`) notes whether the residual was reached within
-    :data:`CG_EXPECTED_ITERATIONS` steps.
+    :data:`CG_EXPECTED_ITERATIONS` steps.  ``diag``: as :func:`face_minimum`'s.
     """
     k = len(face)
     diagonal = inv_c[face].astype(np.float64)
@@ -301,7 +321,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
 
     def face_product(v: np.ndarray) -> np.ndarray:
         spread[face] = v
-        return gram_rows_product(gram, face, n_w, spread)
+        return gram_rows_product(gram, face, n_w, spread, diag)
 
     x = start.astype(np.float64)
     residual = 1.0 - face_product(x)
@@ -329,13 +349,15 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
 
 
 def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=None,
-                record: NewtonRecord | None = None, face_residual: float = FACE_RESIDUAL) -> tuple[bool, int, float]:
+                record: NewtonRecord | None = None, face_residual: float = FACE_RESIDUAL,
+                diag=None) -> tuple[bool, int, float]:
     """Move ``alpha[:n_w]`` and ``G[:n_w]`` to the face minimum, followed by ``polish() -> steps`` pairwise steps
     (which bring back the points outside the face that violate), and keep the result when its duality gap
     ``gap_of(alpha, G)`` is below ``gap_now``, the iterate's; else restore the iterate.  Returns (kept, polish
     steps, the gap of the iterate kept).  The face may be too small (a support point dropped with the others, or
-    not yet in it): then its minimum alone has a larger gap than the iterate, yet it is the better start."""
-    found = face_minimum(gram, alpha, n_w, inv_c, G, record, face_residual)
+    not yet in it): then its minimum alone has a larger gap than the iterate, yet it is the better start.
+    ``diag``: as :func:`face_minimum`'s."""
+    found = face_minimum(gram, alpha, n_w, inv_c, G, record, face_residual, diag)
     if found is None:
         return False, 0, gap_now
     face, weights, _ = found
@@ -343,9 +365,11 @@ def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=
     alpha[:n_w] = 0.0
     alpha[face] = weights
     if len(face) > CHOLESKY_MAX_FACE:  # whole rows on the kernel threads (Q is symmetric: rows = columns)
-        G[:n_w] = gram_rows_product(gram, np.arange(n_w), n_w, alpha[:n_w])
+        G[:n_w] = gram_rows_product(gram, np.arange(n_w), n_w, alpha[:n_w], diag)
     else:
         G[:n_w] = gram_face_product(gram, n_w, face, weights)
+        if diag is not None:
+            G[face] += weights * diagonal_shortfall(gram, diag, face)
     steps = polish()
     gap_new = gap_of(alpha[:n_w], G[:n_w])
     if gap_new < gap_now:
@@ -440,12 +464,12 @@ def newton_cheaper(per_step: float, gap: float, tol: float, n_w: int, n_face: in
 
 def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_steps: int, time_left: float,
                       gap_of, inv_c=None, record: NewtonRecord | None = None,
-                      face_residual: float = FACE_RESIDUAL) -> tuple[int, float]:
+                      face_residual: float = FACE_RESIDUAL, diag=None) -> tuple[int, float]:
     """Run ``pairwise_solve(tol, max_steps, time_left) -> (steps, gap)`` in chunks, taking a Newton step on the
     active face when the chunks' rate says it pays (:func:`newton_pays`).  Returns (steps, gap) as the pairwise
     solve does.  ``gap_of(alpha, G)``: the relative duality gap of the L2-SVM, which measures the rate.
     ``record``: the fit's :class:`NewtonRecord`, shared by its solves (a fresh one when not given).  ``face_residual``:
-    the faces' relative residual (:func:`face_minimum`)."""
+    the faces' relative residual, ``diag`` Q's diagonal where the Gram's cannot hold it (:func:`face_minimum`)."""
     record = NewtonRecord() if record is None else record
     start = fit_clock()
     chunk = max(MIN_CHUNK_STEPS, CHUNK_STEPS_PER_POINT * n_w)
@@ -468,7 +492,7 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
                 return pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))[0]
 
             kept, polish_steps, gap_after = newton_step(gram, alpha, G, n_w, gap_of, polish, gap_after, inv_c,
-                                                        record, face_residual)
+                                                        record, face_residual, diag)
             steps_done += polish_steps
             record.note(kept, by_cg=not factorize, n_face=n_face)
             if not kept:

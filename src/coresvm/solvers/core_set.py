@@ -494,6 +494,9 @@ def _update_gradient(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha,
         if find_mdm_partner and alpha[t] > 0.0 and score > worst:
             worst = score
             p_w = t
+    if _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):  # G[i], G[j] moved after the search: again
+        _, _, p_i, best, _, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, G, False, find_mdm_partner)
+        return p_i, best, partner
     if not find_mdm_partner:
         return p_i, best, -2
     return p_i, best, (p_w if worst > best else -1)
@@ -508,6 +511,7 @@ def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam
     row_i, row_j = Kw[i], Kw[j]
     if lam != 0.0:
         _update_range(G, row_i, row_j, keep, step_i, step_j, 0, n_w)
+        _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j)
         p_i, best = smallest_score(G, diag_w, n_w, lam)
         return max(p_i, 0), best, -2
     full = n_w // EXTREME_BLOCK
@@ -518,8 +522,27 @@ def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam
         blocks[b] = -_block_min(G, start, np.inf)
     _update_range(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n_w)
     blocks[full] = _tail_max(G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
+    if _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):  # the blocks of i and j again (not in the pass:
+        for t in (i, j):  # a test per block made the steps 15% slower)
+            b = t // EXTREME_BLOCK
+            blocks[b] = -_block_min(G, b * EXTREME_BLOCK, np.inf) if b < full else _tail_max(
+                G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
     block, largest = _best_block(blocks, full + 1, -np.inf)
     return max(_first_equal(G, n_w, -1.0, block, largest), 0), -largest, -2
+
+
+@njit(inline="always", cache=True)
+def _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):
+    """Add to ``G[i]`` and ``G[j]`` the steps times what the Gram's own diagonal entries miss of ``diag_w``, Q's
+    diagonal in float64; returns whether that moved either.  A float32 entry ``k(x, x) + b + 1/C`` loses ``1/C``
+    below its resolution (C above ~10^6, less once repeated rows are merged): then the two identical rows of a point
+    labelled both ways are the same in the Gram, ``a'Qa`` of their pair is lost, and the solve ran to ``max_iter``
+    with a meaningless gap, or stopped on a wrong model.  Zero for a float64 Gram (its diagonal is ``diag_w``)."""
+    moved_i = (step_i + step_j if j == i else step_i) * (diag_w[i] - Kw[i, i])
+    moved_j = 0.0 if j == i else step_j * (diag_w[j] - Kw[j, j])
+    G[i] += moved_i
+    G[j] += moved_j
+    return moved_i != 0.0 or moved_j != 0.0
 
 
 @njit(inline="always", cache=True)
@@ -594,7 +617,7 @@ class CoreSetState:
     so only the leading ``size x size`` block becomes resident.  A growable core set (:meth:`growable`:
     the core-set loop) falls back to starting small and doubling, copying its leading block, where
     reserving the address space is not free or is refused.  Entries are float32 unless the tolerance is below 1e-3;
-    the gradient is accumulated in float64 either way.
+    the gradient is accumulated in float64 either way, with Q's diagonal (``diag``) in float64.
     """
 
     points: np.ndarray
@@ -812,9 +835,9 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
     """Append ``new_points`` to the core set: their Gram rows (and, by symmetry, columns) in row blocks, and their
     gradient ``G = Q a`` from those rows.
 
-    The gradient is summed from the stored (float32) rows, not taken from the candidates' scores, so that ``G``
-    is exactly the gradient of the problem the Gram defines.  The old points' ``G`` is left as it is: new points
-    join with zero weight, except the first ones (no old points then).
+    The gradient is summed from the stored (float32) rows and the float64 diagonal, not taken from the candidates'
+    scores, so that ``G`` is exactly the gradient of the problem the Gram and ``diag`` define.  The old points' ``G``
+    is left as it is: new points join with zero weight, except the first ones (no old points then).
     """
     n, k = core.size, len(new_points)
     precision = core.gram.dtype.type
@@ -837,8 +860,9 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
     run_row_blocks(n + k, MIRROR_ROWS, mirror_block, None)
     core.points[n : n + k] = new_points
     core.alpha[n : n + k] = new_alpha
-    core.G[n : n + k] = gram_rows_product(core.gram, np.arange(n, n + k), n + k, core.alpha[: n + k])
     core.diag[n : n + k] = new_diag
+    core.G[n : n + k] = gram_rows_product(core.gram, np.arange(n, n + k), n + k, core.alpha[: n + k],
+                                          core.diag[: n + k])
     core.inv_c[n : n + k] = problem.inv_c_of(new_points)
     core.size = n + k
 
@@ -1123,7 +1147,7 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     # million steps.  The duality gap averages the errors out.
     face_residual = min(FACE_RESIDUAL, tol) if strict_margin else FACE_RESIDUAL
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
-                             relative_gap, inv_c, newton_record, face_residual)
+                             relative_gap, inv_c, newton_record, face_residual, core.diag[:n])
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:

@@ -411,6 +411,7 @@ def refresh_gradient(rows, alpha, n_w, diag, G):
     D = 0.0
     n2 = 0.0
     for t in range(n_w):
+        G[t] += alpha[t] * (diag[t] - rows[t, t])  # Q's diagonal in float64, as inner_solve's steps take it
         D += alpha[t] * diag[t]
         n2 += alpha[t] * G[t]
     return n2, D
@@ -541,11 +542,12 @@ def _blend_toward_balanced(rows, alpha, G, y, diag, lam, n2, D):
     """
     m = alpha.shape[0]
     u = _balanced_weights(y)
-    Qu = np.dot(u.astype(rows.dtype), rows[:m])  # rows are symmetric in position order: (Q u)_j
+    Qu = np.dot(u.astype(rows.dtype), rows[:m]).astype(np.float64)  # rows are symmetric in position order: (Q u)_j
     uG = 0.0
     uQu = 0.0
     u_diag = 0.0
     for i in range(m):
+        Qu[i] += u[i] * (diag[i] - rows[i, i])  # Q's diagonal in float64, as refresh_gradient
         uG += u[i] * G[i]
         uQu += u[i] * Qu[i]
         u_diag += u[i] * diag[i]
