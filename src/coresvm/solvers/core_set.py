@@ -522,8 +522,10 @@ def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam
         blocks[b] = -_block_min(G, start, np.inf)
     _update_range(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n_w)
     blocks[full] = _tail_max(G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
-    if _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):  # the blocks of i and j again (not in the pass:
-        for t in (i, j):  # a test per block made the steps 15% slower)
+    if _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):
+        # G[i] and G[j] moved after their blocks' minima were taken: those two again (a test per block inside the
+        # pass made ijcnn1's pairwise steps 15% slower)
+        for t in (i, j):
             b = t // EXTREME_BLOCK
             blocks[b] = -_block_min(G, b * EXTREME_BLOCK, np.inf) if b < full else _tail_max(
                 G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
