@@ -9,12 +9,14 @@ from coresvm.kernels import KernelSpec, limit_kernel_threads
 from coresvm.problem import SimplexProblem
 from coresvm.solvers import active_face
 from coresvm.solvers.active_face import (
+    diagonal_shortfall,
     face_minimum,
     face_system_by_cg,
     gram_rows_product,
     landmark_rows,
     newton_step,
     scaled_outer_product,
+    solve_face_system,
     solve_with_newton,
 )
 from coresvm.solvers.core_set import NO_LINEAR_TERM, STOP_RELATIVE_GAP, inner_solve, l2svm_duality_gap
@@ -250,3 +252,19 @@ def test_faces_are_factorized_up_to_a_larger_size_once_the_conjugate_gradients_a
     assert record.penalty == penalty * active_face.REJECTION_PENALTY**2
     record.note(True, by_cg=True, n_face=slow_limit + 1)
     assert not active_face.factorizes(limit + 1, record)
+
+
+def test_the_float64_diagonal_stands_in_for_a_float32_gram_that_cannot_hold_one_over_c():
+    """Two identical rows labelled both ways at 1/C = 1e-7: the float32 entry 2 + 1e-7 rounds to 2, the pair's
+    2 x 2 block is singular in the Gram, and only the float64 diagonal keeps Q (``diagonal_shortfall``)."""
+    Q = np.array([[2.0 + 1e-7, -2.0, 0.5], [-2.0, 2.0 + 1e-7, -0.5], [0.5, -0.5, 2.5]])
+    gram = Q.astype(np.float32)
+    assert gram[0, 0] == np.float32(2.0)
+    rows = np.arange(3)
+    shortfall = diagonal_shortfall(gram, np.diag(Q), rows)
+    np.testing.assert_allclose(shortfall[:2], 1e-7, rtol=1e-6)
+    x = np.array([0.3, 0.5, 0.2])
+    np.testing.assert_allclose(gram_rows_product(gram, rows, 3, x, shortfall), Q @ x, rtol=1e-7)
+    expected = np.linalg.solve(Q, np.ones(3))
+    np.testing.assert_allclose(solve_face_system(gram, diag_face=np.diag(Q)), expected, rtol=1e-6)
+    assert solve_face_system(gram) is None or not np.allclose(solve_face_system(gram), expected, rtol=1e-2)

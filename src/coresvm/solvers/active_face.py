@@ -140,18 +140,23 @@ def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray, face_residual: 
         factor = cho_factor(Q_face, lower=True, check_finite=False)
     except LinAlgError:
         return None
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        return residual_of_ones(Q_face, x) - shortfall * x
+
     x = np.zeros(len(ones))
     for _ in range(REFINEMENTS + 1):
-        x += cho_solve(factor, (residual_of_ones(Q_face, x) - shortfall * x).astype(np.float32), check_finite=False)
+        x += cho_solve(factor, residual(x).astype(np.float32), check_finite=False)
     # The face minimum is a start for the pairwise steps, judged by its duality gap: a relative residual of
     # FACE_RESIDUAL is plenty.  Beyond it, float32 cannot hold the system (condition number ~1 / float32 epsilon).
-    if np.linalg.norm(residual_of_ones(Q_face, x) - shortfall * x) <= face_residual * np.sqrt(len(ones)):
+    if np.linalg.norm(residual(x)) <= face_residual * np.sqrt(len(ones)):
         return x
     return None
 
 
 def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord | None = None,
-                 face_residual: float = FACE_RESIDUAL, diag=None) -> tuple[np.ndarray, np.ndarray, bool] | None:
+                 face_residual: float = FACE_RESIDUAL,
+                 diag: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """The minimizer of ``a'Qa`` on the simplex face of the positive weights in ``alpha[:n_w]``.
 
     Faces that :func:`factorizes` picks (up to :data:`CHOLESKY_MAX_FACE` points, or
@@ -221,17 +226,18 @@ def rows_times_vector(gram, rows, n_w, x, start, stop, out):
         out[rest] = total
 
 
-def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray, diag=None) -> np.ndarray:
+def gram_rows_product(gram, rows: np.ndarray, n_w: int, x: np.ndarray,
+                      shortfall: np.ndarray | None = None) -> np.ndarray:
     """``gram[rows, :n_w] @ x`` on the kernel threads, reading whole rows in place (``x`` is 0 off the face); with
-    ``diag``, the rows of Q whose diagonal is ``diag`` (:func:`diagonal_shortfall`)."""
+    ``shortfall`` (:func:`diagonal_shortfall` of ``rows``), the rows of Q whose diagonal the Gram's cannot hold."""
     out = np.empty(len(rows))
 
     def block(start: int) -> None:
         rows_times_vector(gram, rows, n_w, x, start, min(start + PRODUCT_ROWS, len(rows)), out)
 
     run_row_blocks(len(rows), PRODUCT_ROWS, block, None)
-    if diag is not None:
-        out += x[rows] * diagonal_shortfall(gram, diag, rows)
+    if shortfall is not None:
+        out += x[rows] * shortfall
     return out
 
 
@@ -280,7 +286,7 @@ def scaled_outer_product(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start: np.ndarray,
                       record: NewtonRecord | None = None, face_residual: float = FACE_RESIDUAL,
-                      diag=None) -> np.ndarray | None:
+                      diag: np.ndarray | None = None) -> np.ndarray | None:
     """``Q_SS^{-1} 1`` by preconditioned conjugate gradients, from ``start``; None without a positive 1/C part.
 
     ``Q_SS = K_SS + diag(1/C)``.  The preconditioner is ``diag(1/C) + K_SL K_LL^{-1} K_LS``, the Nystrom
@@ -295,6 +301,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
     :data:`CG_EXPECTED_ITERATIONS` steps.  ``diag``: as :func:`face_minimum`'s.
     """
     k = len(face)
+    shortfall = None if diag is None else diagonal_shortfall(gram, diag, face)  # once, not per product
     diagonal = inv_c[face].astype(np.float64)
     if not np.all(diagonal > 0.0):
         return None
@@ -321,7 +328,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
 
     def face_product(v: np.ndarray) -> np.ndarray:
         spread[face] = v
-        return gram_rows_product(gram, face, n_w, spread, diag)
+        return gram_rows_product(gram, face, n_w, spread, shortfall)
 
     x = start.astype(np.float64)
     residual = 1.0 - face_product(x)
@@ -350,7 +357,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
 
 def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=None,
                 record: NewtonRecord | None = None, face_residual: float = FACE_RESIDUAL,
-                diag=None) -> tuple[bool, int, float]:
+                diag: np.ndarray | None = None) -> tuple[bool, int, float]:
     """Move ``alpha[:n_w]`` and ``G[:n_w]`` to the face minimum, followed by ``polish() -> steps`` pairwise steps
     (which bring back the points outside the face that violate), and keep the result when its duality gap
     ``gap_of(alpha, G)`` is below ``gap_now``, the iterate's; else restore the iterate.  Returns (kept, polish
@@ -365,7 +372,9 @@ def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=
     alpha[:n_w] = 0.0
     alpha[face] = weights
     if len(face) > CHOLESKY_MAX_FACE:  # whole rows on the kernel threads (Q is symmetric: rows = columns)
-        G[:n_w] = gram_rows_product(gram, np.arange(n_w), n_w, alpha[:n_w], diag)
+        rows = np.arange(n_w)
+        G[:n_w] = gram_rows_product(gram, rows, n_w, alpha[:n_w], None if diag is None else diagonal_shortfall(
+            gram, diag, rows))
     else:
         G[:n_w] = gram_face_product(gram, n_w, face, weights)
         if diag is not None:
@@ -464,7 +473,7 @@ def newton_cheaper(per_step: float, gap: float, tol: float, n_w: int, n_face: in
 
 def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_steps: int, time_left: float,
                       gap_of, inv_c=None, record: NewtonRecord | None = None,
-                      face_residual: float = FACE_RESIDUAL, diag=None) -> tuple[int, float]:
+                      face_residual: float = FACE_RESIDUAL, diag: np.ndarray | None = None) -> tuple[int, float]:
     """Run ``pairwise_solve(tol, max_steps, time_left) -> (steps, gap)`` in chunks, taking a Newton step on the
     active face when the chunks' rate says it pays (:func:`newton_pays`).  Returns (steps, gap) as the pairwise
     solve does.  ``gap_of(alpha, G)``: the relative duality gap of the L2-SVM, which measures the rate.

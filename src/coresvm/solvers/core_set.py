@@ -40,7 +40,7 @@ from ..kernels import (
     rbf_factorizable,
     run_row_blocks,
 )
-from .active_face import FACE_RESIDUAL, NewtonRecord, gram_rows_product, solve_with_newton
+from .active_face import FACE_RESIDUAL, NewtonRecord, diagonal_shortfall, gram_rows_product, solve_with_newton
 from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
@@ -863,8 +863,9 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
     core.points[n : n + k] = new_points
     core.alpha[n : n + k] = new_alpha
     core.diag[n : n + k] = new_diag
-    core.G[n : n + k] = gram_rows_product(core.gram, np.arange(n, n + k), n + k, core.alpha[: n + k],
-                                          core.diag[: n + k])
+    rows = np.arange(n, n + k)
+    core.G[n : n + k] = gram_rows_product(core.gram, rows, n + k, core.alpha[: n + k],
+                                          diagonal_shortfall(core.gram, core.diag, rows))
     core.inv_c[n : n + k] = problem.inv_c_of(new_points)
     core.size = n + k
 
