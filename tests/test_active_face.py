@@ -84,7 +84,7 @@ def test_face_minimum_on_the_optimal_support_is_the_optimum_and_on_a_superset_a_
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_newton_step_never_raises_the_duality_gap_and_restores_a_rejected_iterate(seed):
+def test_newton_step_never_raises_the_objective_and_restores_a_rejected_iterate(seed):
     X, y = noisy_xor(120, seed)
     problem = SimplexProblem(X, y, np.full(120, 1e3), KernelSpec("rbf", gamma=1.0), bias=True, lam=0.0)
     Q = problem.dense_Q().astype(np.float32)
@@ -98,12 +98,40 @@ def test_newton_step_never_raises_the_duality_gap_and_restores_a_rejected_iterat
         kept, _, gap_kept = newton_step(Q, alpha, G, 120, gap_of, lambda: 0, before)
         assert gap_kept == gap_of(alpha, G)
         if kept:
-            assert gap_of(alpha, G) < before
+            assert alpha @ G < saved[0] @ saved[1]
             assert alpha.min() >= 0.0 and alpha.sum() == pytest.approx(1.0)
             np.testing.assert_allclose(G, Q.astype(np.float64) @ alpha, rtol=1e-6, atol=1e-9)
         else:
             np.testing.assert_array_equal(alpha, saved[0])
             np.testing.assert_array_equal(G, saved[1])
+
+
+def test_newton_step_is_judged_by_the_objective_not_the_duality_gap():
+    # A face of 60% of the points: its minimum lowers a'Qa while the 40% left off it violate, so its duality gap is
+    # far above the iterate's (the pairwise steps that follow bring them back); a polish that raises a'Qa is undone.
+    X, y = noisy_xor(120, 0)
+    problem = SimplexProblem(X, y, np.full(120, 1e3), KernelSpec("rbf", gamma=1.0), bias=True, lam=0.0)
+    Q = problem.dense_Q().astype(np.float32)
+    gap_of = relative_gap_of(np.full(120, 1e-3))
+    rng = np.random.RandomState(0)
+    alpha = rng.dirichlet(np.full(120, 0.3)) * (rng.rand(120) < 0.6)
+    alpha /= alpha.sum()
+    G = Q.astype(np.float64) @ alpha
+    before, saved = gap_of(alpha, G), (alpha.copy(), G.copy())
+    kept, _, gap_kept = newton_step(Q, alpha, G, 120, gap_of, lambda: 0, before)
+    assert kept and alpha @ G < saved[0] @ saved[1] and gap_kept > 2 * before
+
+    def polish_to_a_vertex() -> int:  # a'Qa = Q_00, above any spread iterate's
+        alpha[:] = 0.0
+        alpha[0] = 1.0
+        G[:] = Q[:, 0]
+        return 1
+
+    alpha[:], G[:] = saved
+    kept, steps, gap_kept = newton_step(Q, alpha, G, 120, gap_of, polish_to_a_vertex, before)
+    assert not kept and steps == 1 and gap_kept == before
+    np.testing.assert_array_equal(alpha, saved[0])
+    np.testing.assert_array_equal(G, saved[1])
 
 
 @pytest.mark.parametrize("face_solver", ["cholesky", "conjugate gradients"])
