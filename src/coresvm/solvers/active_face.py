@@ -376,13 +376,11 @@ def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=
     alpha[:n_w] = 0.0
     alpha[face] = weights
     if len(face) > CHOLESKY_MAX_FACE:  # whole rows on the kernel threads (Q is symmetric: rows = columns)
-        rows = np.arange(n_w)
-        G[:n_w] = gram_rows_product(gram, rows, n_w, alpha[:n_w], None if diag is None else diagonal_shortfall(
-            gram, diag, rows))
+        G[:n_w] = gram_rows_product(gram, np.arange(n_w), n_w, alpha[:n_w])
     else:
         G[:n_w] = gram_face_product(gram, n_w, face, weights)
-        if diag is not None:
-            G[face] += weights * diagonal_shortfall(gram, diag, face)
+    if diag is not None:  # the weights are zero off the face: only its diagonal entries fall short
+        G[face] += weights * diagonal_shortfall(gram, diag, face)
     steps = polish()
     if float(alpha[:n_w] @ G[:n_w]) < objective_now:
         return True, steps, gap_of(alpha[:n_w], G[:n_w])
