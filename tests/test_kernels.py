@@ -228,6 +228,9 @@ def test_sparse_exp_sums_equals_three_passes():
     coef = np.random.RandomState(7).randn(5000)
     expected = np.exp(A.astype(np.float64) @ right.astype(np.float64)) @ coef
     np.testing.assert_allclose(sparse_exp_sums(A, right, coef), expected, rtol=0, atol=2e-6 * np.abs(coef).sum())
+    # a row range is read in place and gives the sliced rows' sums bit for bit
+    np.testing.assert_array_equal(sparse_exp_sums(A, right, coef, 5, 17), sparse_exp_sums(A[5:17], right, coef))
+    assert sparse_exp_sums(A, right, coef, 9, 9).shape == (0,)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

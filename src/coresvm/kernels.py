@@ -318,28 +318,33 @@ def sparse_times_dense(A, right: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def csr_rows_exp_sums(indptr, indices, data, right, coef, out):
-    """``out[i] = sum_j coef[j] exp((A @ right)[i, j])`` for a CSR ``A`` and a float32 ``right``, a column tile at
-    a time in a work row that stays in cache; the sums in float64 (:func:`weighted_sums`)."""
+def csr_rows_exp_sums(indptr, indices, data, start, stop, right, coef, out):
+    """``out[i - start] = sum_j coef[j] exp((A @ right)[i, j])`` for the rows ``start:stop`` of a CSR ``A`` and a
+    float32 ``right``, a column tile at a time in a work row that stays in cache; the sums in float64
+    (:func:`weighted_sums`)."""
     out[:] = 0.0
     work = np.empty(min(SPARSE_PRODUCT_TILE, right.shape[1]), dtype=right.dtype)
     for j0 in range(0, right.shape[1], SPARSE_PRODUCT_TILE):
         j1 = min(j0 + SPARSE_PRODUCT_TILE, right.shape[1])
         tile = work[: j1 - j0]
-        for i in range(indptr.shape[0] - 1):
+        for i in range(start, stop):
             _sparse_row_times_dense(indptr, indices, data, i, right, j0, j1, tile)
             _exp_float32_in_place(tile)
-            out[i] += _widened_dot(tile, coef[j0:j1])
+            out[i - start] += _widened_dot(tile, coef[j0:j1])
 
 
-def sparse_exp_sums(A, right: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    """``exp(A @ right) @ coef`` for a sparse ``A``, a C-contiguous float32 ``right`` and float64 ``coef``, without
-    the block in memory: the product, ``exp`` and sum of each column tile in one pass (the factorized RBF scores of
-    :func:`kernel_product`).  The core-set scoring of a9a and w8a took 10-16% less time than with three passes over
-    the block (1.16 -> 0.97 s and 0.71 -> 0.64 s in a fit)."""
+def sparse_exp_sums(A, right: np.ndarray, coef: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """``exp(A[start:stop] @ right) @ coef`` for a sparse ``A``, a C-contiguous float32 ``right`` and float64
+    ``coef``, without the block in memory: the product, ``exp`` and sum of each column tile in one pass (the
+    factorized RBF scores of :func:`kernel_product`).  The core-set scoring of a9a and w8a took 10-16% less time
+    than with three passes over the block (1.16 -> 0.97 s and 0.71 -> 0.64 s in a fit).  The rows are read in
+    place: slicing them out of a float32 CSR ``A`` first cost ~0.3 ms a block under the GIL, a third of w8a's
+    scoring on two threads."""
     A = A.tocsr().astype(np.float32, copy=False)
-    out = np.empty(A.shape[0])
-    csr_rows_exp_sums(A.indptr, A.indices, A.data, right, np.ascontiguousarray(coef, dtype=np.float64), out)
+    stop = A.shape[0] if stop is None else stop
+    out = np.empty(stop - start)
+    csr_rows_exp_sums(A.indptr, A.indices, A.data, start, stop, right, np.ascontiguousarray(coef, dtype=np.float64),
+                      out)
     return out
 
 
@@ -455,6 +460,9 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     # The unscaled operand only for blocks that cannot be factorized (its transposed copy took a fifth of a9a's
     # scoring when it was made for every product).
     every_block_factorizable = factorizable and rbf_factorizable(spec, norms_a, norms_b, limit)
+    sparse_sums = factorizable and single and coef.ndim == 1 and scaled_right.transposed is not None
+    if sparse_sums:  # cast once for every block's sparse_exp_sums
+        A, coef_b = A.tocsr(), np.ascontiguousarray(coef_b)
     right = None if every_block_factorizable else RightOperand(B, A, precision)
 
     def one_block(start: int) -> None:
@@ -464,8 +472,8 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
         elif factorizable and rbf_factorizable(spec, norms_a[start:stop], norms_b, limit):
             if scaled_right.sparse_right:  # k(B, A_block) in B's row order, summed over its rows
                 sums = weighted_sums(exp_in_place(scaled_right.products_transposed(A[start:stop])), coef_b, True)
-            elif single and coef.ndim == 1 and scaled_right.transposed is not None:  # sparse rows, float32
-                sums = sparse_exp_sums(A[start:stop], scaled_right.transposed, coef_b)
+            elif sparse_sums:  # sparse rows, float32
+                sums = sparse_exp_sums(A, scaled_right.transposed, coef_b, start, stop)
             else:
                 sums = weighted_sums(exp_in_place(scaled_right.products(A[start:stop])), coef_b)
             out[start:stop] = sums * np.exp(-spec.gamma * norms_a[start:stop]).reshape(coef_shape)
