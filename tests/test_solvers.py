@@ -291,6 +291,39 @@ def test_compact_gram_in_place_equals_fancy_indexing():
     np.testing.assert_array_equal(gram[:5, :5], expected)
 
 
+@pytest.mark.parametrize("pattern", ["prefix kept", "few drops", "many drops", "drops at the end", "every other"])
+def test_compaction_on_threads_equals_fancy_indexing(monkeypatch, pattern):
+    """The threaded compaction writes its ranges in any order only where no row of a range reads another's, and
+    splits in-order ranges into parts whose rows read by the part before are copied first: with the tasks run last
+    first, the result is still the in-order compaction's, for every shape of the dropped rows."""
+    from coresvm.solvers import core_set
+
+    monkeypatch.setattr(core_set, "COMPACTION_WAVE_ROWS", 8)
+    monkeypatch.setattr(core_set, "COMPACTION_TASK_ROWS", 3)  # several tasks per range
+    monkeypatch.setattr(core_set, "default_kernel_threads", lambda: 3)  # three parts of an in-order range
+
+    def blocks_last_first(n_rows, block_rows, one_block, n_threads):  # the worst order threads could take
+        for start in reversed(range(0, n_rows, block_rows)):
+            one_block(start)
+
+    monkeypatch.setattr(core_set, "run_row_blocks", blocks_last_first)
+    rng = np.random.RandomState(1)
+    n = 300
+    dropped = {"prefix kept": np.arange(n) >= 200, "few drops": rng.rand(n) < 0.03,
+               "many drops": rng.rand(n) < 0.5, "drops at the end": (np.arange(n) > 150) & (rng.rand(n) < 0.3),
+               "every other": np.arange(n) % 2 == 1}[pattern]
+    keep = np.flatnonzero(~dropped)
+    gram = rng.rand(n + 5, n + 5).astype(np.float32)
+    expected = gram[np.ix_(keep, keep)].copy()
+    waves = core_set.compaction_waves(keep)
+    assert [start for start, _, _ in waves] == [0] + [stop for _, stop, _ in waves[:-1]] and waves[-1][1] == len(keep)
+    for start, stop, parallel in waves:  # a range in any order: its rows read themselves or rows past it
+        rows = np.arange(start, stop)
+        assert not parallel or np.all((keep[rows] == rows) | (keep[rows] >= stop))
+    core_set.compact_gram_on_threads(gram, keep)
+    np.testing.assert_array_equal(gram[: len(keep), : len(keep)], expected)
+
+
 @pytest.mark.parametrize("eps", [1e-2, 1e-4])
 def test_cvm_radius_test_leaves_no_point_outside_the_enlarged_ball(eps):
     """CVM's stop (Tsang et al. 2005): every point within (1 + eps) R of the core set's MEB centre."""
