@@ -505,7 +505,7 @@ def revision() -> str:
 
 def header(argv: list[str]) -> list[str]:
     return ["# coresvm against SVC, sklearnex SVC, SVC on subsamples and Nystroem", "",
-            f"- command: `python benchmarks/compare.py {shlex.join(argv)}`".rstrip(),
+            f"- command: `{shlex.join(['python', 'benchmarks/compare.py', *argv])}`",
             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
             f"- revision: {revision()}",
             f"- machine: {machine()}",
