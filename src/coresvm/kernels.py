@@ -461,8 +461,8 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     # scoring when it was made for every product).
     every_block_factorizable = factorizable and rbf_factorizable(spec, norms_a, norms_b, limit)
     sparse_sums = factorizable and single and coef.ndim == 1 and scaled_right.transposed is not None
-    if sparse_sums:  # cast once for every block's sparse_exp_sums
-        A, coef_b = A.tocsr(), np.ascontiguousarray(coef_b)
+    if sparse_sums:  # CSR once for every block's sparse_exp_sums (A is float32 already, coef_b a fresh array)
+        A = A.tocsr()
     right = None if every_block_factorizable else RightOperand(B, A, precision)
 
     def one_block(start: int) -> None:
