@@ -473,7 +473,7 @@ def test_update_pass_finds_the_toward_vertex_of_the_updated_gradient(n, lam):
             if t < n:
                 expected[t] += step_t * (diag[t] - float(gram[t, t]))
         scores = expected - 0.5 * lam * diag[:n]
-        position, best, partner = _update_gradient_blocked(G, gram, i, j, keep, step, -step, diag, n, lam)
+        position, best, partner = _update_gradient_blocked(G, gram[i], gram[j], i, j, keep, step, -step, diag, n, lam)
         np.testing.assert_array_equal(G[:n], expected)
         assert (position, best, partner) == ((int(np.argmin(scores)), scores.min(), -2) if n else (0, np.inf, -2))
 
@@ -552,7 +552,7 @@ def test_mdm_partner_is_the_first_largest_active_score_above_the_toward_vertex(n
             best = float(scores[:n].min()) - 1.0
         above = [t for t in range(n) if alpha[t] > 0 and t != p_i and scores[t] > best]
         expected = max(above, key=lambda t: (scores[t], -t)) if above else -1
-        assert select_second_vertex(gram, alpha, G, diag, n, lam, p_i, best, mdm, 1.0, G[:0]) == expected
+        assert select_second_vertex(gram[0], alpha, G, diag, n, lam, p_i, best, mdm, 1.0, G[:0]) == expected
 
 
 def test_core_set_stops_growing_with_a_clear_warning_when_the_system_refuses_memory(monkeypatch):

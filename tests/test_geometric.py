@@ -187,7 +187,7 @@ def test_imdm_never_takes_a_worse_step_than_mdm():
         v = int(np.argmin(g))
         decrease = {}
         for rule in (SECOND_MDM, SECOND_IMDM):
-            u = select_second_vertex(Q, alpha, g, np.diag(Q).copy(), n, 0.0, v, g[v], rule, 0.5, np.empty(0))
+            u = select_second_vertex(Q[v], alpha, g, np.diag(Q).copy(), n, 0.0, v, g[v], rule, 0.5, np.empty(0))
             if u < 0:
                 decrease[rule] = 0.0
                 continue
@@ -221,7 +221,7 @@ def test_imdm_picks_the_partner_of_the_largest_clipped_decrease(lam):
                 values[t] = partner_value(d, c, alpha[t], True, 0.5)
                 n_clipped += bool(-d / (2 * c) >= alpha[t])
                 n_unclipped += bool(-d / (2 * c) < alpha[t])
-        u = select_second_vertex(Q, alpha, g, diag, n, lam, v, scores[v], SECOND_IMDM, 0.5, np.empty(n))
+        u = select_second_vertex(Q[v], alpha, g, diag, n, lam, v, scores[v], SECOND_IMDM, 0.5, np.empty(n))
         if values.max() <= 0:
             assert u < 0
         else:

@@ -2,7 +2,7 @@
 
 from coresvm import kernels
 from coresvm.precompile import main
-from coresvm.solvers import active_face
+from coresvm.solvers import active_face, core_set
 
 
 def test_precompile_compiles_the_loops_of_large_fits(capsys):
@@ -10,8 +10,8 @@ def test_precompile_compiles_the_loops_of_large_fits(capsys):
     assert "compiled and cached" in capsys.readouterr().out
     # only large fits reach these: Newton steps in the core set's float32 Gram (faces above CHOLESKY_MAX_FACE by
     # conjugate gradients), float32 scoring of candidates with many features or against a sparse support, and the
-    # sparse products of a CSR core set
+    # sparse products of a CSR core set, and kernel rows computed per step past the stored Gram
     for loop in (active_face.rows_times_vector, active_face.gram_face_product, active_face.residual_of_ones,
                  kernels.widened_matvec, kernels.widened_matvec_transposed, kernels.csr_rows_times_dense,
-                 kernels.csr_rows_exp_sums):
+                 kernels.csr_rows_exp_sums, core_set.computed_gradient):
         assert any("float32" in str(signature) for signature in loop.signatures), loop.__name__

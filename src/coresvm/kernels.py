@@ -192,28 +192,38 @@ def weighted_sums(block, coef: np.ndarray, transposed: bool = False) -> np.ndarr
     return block.T @ coef if transposed else block @ coef
 
 
+@njit(cache=True, nogil=True, inline="always")
+def rbf_row_values(a, B_t, gamma, work):
+    """``work[j] = exp(-gamma |a - B_j|^2)`` for the float32 point ``a`` (d) and the first ``len(work)`` columns of
+    ``B_t`` (d x m: the points ``B`` transposed), in float32; the direct form: no exponent range to guard.  A pass
+    per feature, the last one also scaling by ``-gamma`` (a pass of its own took 5% more time with two features),
+    then the exponential's."""
+    minus_gamma = np.float32(-gamma)
+    last = a.shape[0] - 1
+    first, a0 = B_t[0], a[0]
+    for j in range(work.shape[0]):
+        diff = a0 - first[j]
+        work[j] = diff * diff if last else minus_gamma * (diff * diff)
+    for k in range(1, last):
+        a_k, row = a[k], B_t[k]
+        for j in range(work.shape[0]):
+            diff = a_k - row[j]
+            work[j] += diff * diff
+    if last:
+        a_k, row = a[last], B_t[last]
+        for j in range(work.shape[0]):
+            diff = a_k - row[j]
+            work[j] = minus_gamma * (work[j] + diff * diff)
+    _exp_float32_in_place(work)
+
+
 @njit(cache=True, nogil=True)
 def fused_rbf_sums(A, B_t, coef, gamma, work, out):
     """``out[i] = sum_j coef[j] exp(-gamma |A_i - B_j|^2)`` for float32 ``A`` (n x d) and ``B_t`` (d x m, ``B``
     transposed), ``work`` a float32 row of ``m``, ``coef`` float64 (the sums in float64: see
-    :func:`weighted_sums`).  The direct form: no exponent range to guard."""
-    d = A.shape[1]
-    minus_gamma = np.float32(-gamma)
+    :func:`weighted_sums`)."""
     for i in range(A.shape[0]):
-        a0 = A[i, 0]
-        first = B_t[0]
-        for j in range(work.shape[0]):
-            diff = a0 - first[j]
-            work[j] = diff * diff
-        for k in range(1, d):
-            a_k = A[i, k]
-            row = B_t[k]
-            for j in range(work.shape[0]):
-                diff = a_k - row[j]
-                work[j] += diff * diff
-        for j in range(work.shape[0]):
-            work[j] *= minus_gamma
-        _exp_float32_in_place(work)
+        rbf_row_values(A[i], B_t, gamma, work)
         out[i] = _widened_dot(work, coef)
 
 

@@ -9,8 +9,9 @@ after installing (a Docker image's build step, a CI job's set-up) so that no use
 for it.  It fits small synthetic problems on each default path: dense binary and one-vs-one
 pairs (the compiled small-problem path), CSR input and dense problems too large for the kernel
 cache (the core-set solver), and predicts with each; then it takes Newton steps on a small and a large active
-face (:mod:`coresvm.solvers.active_face`), which only large fits reach, and scores candidates in the layouts
-of large core sets.
+face (:mod:`coresvm.solvers.active_face`), which only large fits reach, scores candidates in the layouts
+of large core sets, and grows a core set whose kernel rows are computed per step (large core sets of few-feature
+data).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .kernels import FUSED_MAX_FEATURES, KernelSpec, kernel_product, sparse_times_dense
-from .problem import SPARSE_MIN_FEATURES, sparse_layout
+from .problem import SPARSE_MIN_FEATURES, SimplexProblem, sparse_layout
 from .solvers.active_face import CHOLESKY_MAX_FACE, newton_step
+from .solvers.core_set import CoreSetState, append_points
 from .svc import CoreSVC
 
 # A kernel cache of 0.05 MB holds no 200-point problem (200^2 * 8 bytes = 0.3 MB): the dense core-set path.
@@ -82,6 +84,18 @@ def _float32_products() -> None:
         sparse_layout(np.eye(SPARSE_MIN_FEATURES, dtype=dtype))  # dense one-hot rows read as CSR
 
 
+def _computed_rows() -> None:
+    """Grow a core set past its stored Gram (:meth:`~coresvm.solvers.core_set.CoreSetState.compute_rows_from`):
+    the loops of computed kernel rows and of the gradient from them."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 2))
+    problem = SimplexProblem(X, np.where(X[:, 0] > 0, 1.0, -1.0), np.ones(200), KernelSpec("rbf", gamma=1.0))
+    core = CoreSetState.growable(2**24, 1e-2, max_points=200)
+    append_points(problem, core, np.arange(100), np.full(100, 0.01))
+    core.compute_rows_from(problem)
+    append_points(problem, core, np.arange(100, 200), np.zeros(100))
+
+
 def precompile(verbose: bool = False) -> float:
     """Compile (or load from Numba's cache) the solver loops that default ``CoreSVC`` fits use.
 
@@ -104,7 +118,8 @@ def precompile(verbose: bool = False) -> float:
             model.predict(X)
         if verbose:
             print(f"{name:>17}: {time.perf_counter() - begun:6.1f} s", flush=True)
-    for name, step in (("Newton steps", _newton_steps), ("float32 products", _float32_products)):
+    for name, step in (("Newton steps", _newton_steps), ("float32 products", _float32_products),
+                       ("computed rows", _computed_rows)):
         begun = time.perf_counter()
         step()
         if verbose:

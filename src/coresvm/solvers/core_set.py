@@ -39,6 +39,7 @@ from ..kernels import (
     product_block_rows,
     rbf_factor_limit,
     rbf_factorizable,
+    rbf_row_values,
     run_row_blocks,
 )
 from .active_face import FACE_RESIDUAL, NewtonRecord, diagonal_shortfall, gram_rows_product, solve_with_newton
@@ -98,8 +99,9 @@ def _core_set_sums(alpha, G, diag_w, n_w, lam, lin, with_lin, find_mdm_partner):
 
 
 @njit(cache=True)
-def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values):
-    """The active point that gives weight to ``p_i`` in a pairwise step ``e_{p_i} - e_t``, or -1.
+def select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values):
+    """The active point that gives weight to ``p_i`` (whose row of ``Q`` is ``row_i``) in a pairwise step
+    ``e_{p_i} - e_t``, or -1.
 
     Among active points scoring above ``best`` (the score ``G - lam/2 diag`` of
     ``p_i``): MDM the largest score; IMDM the largest decrease of the clipped
@@ -110,13 +112,12 @@ def select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule,
     if second_rule == SECOND_IMDM:
         if values.shape[0] < n_w:
             values = np.empty(n_w)
-        imdm_values(Kw[p_i], alpha, G, diag_w, n_w, lam, diag_w[p_i], best, values)
+        imdm_values(row_i, alpha, G, diag_w, n_w, lam, diag_w[p_i], best, values)
         return first_largest_positive(values, n_w)
     if second_rule == SECOND_MDM and n_w > PLAIN_SCAN_MAX:
         p_j = largest_active_score(alpha, G, diag_w, n_w, lam, best)
         if p_j != p_i:  # p_i scores best, which is not above best: never chosen, but the loop below is the rule
             return p_j
-    row_i = Kw[p_i]
     G_i = G[p_i]
     Q_ii = diag_w[p_i]
     p_j = -1
@@ -318,13 +319,33 @@ def first_largest_positive(values, n):
 STOP_RELATIVE_GAP = 0  # the core set: the relative gap is below tol
 STOP_COVERAGE = 1  # AESVM's CheckPoint: whether min f <= eps is decided (Nandan et al. 2014 sec. 4.2)
 NO_LINEAR_TERM = np.zeros(0)  # inner_solve's lin under STOP_RELATIVE_GAP
+# inner_solve's computed_rows when Q's rows are read from the Gram ``Kw`` (see kernel_row)
+ROWS_STORED = (np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.float32), 0.0, 0.0)
+
+
+@njit(cache=True, nogil=True)
+def kernel_row(computed_rows, diag_w, i, n_w, out):
+    """``Q``'s row ``i`` on the first ``n_w`` core points of a binary RBF problem, computed into ``out[:n_w]``:
+    ``y_i y_t (exp(-gamma |x_i - x_t|^2) + bias)``, and ``diag_w[i]`` (with its ``1/C``) on the diagonal, as the
+    stored Gram holds it.  ``computed_rows``: the core points' float32 features transposed (d x capacity), their
+    labels (float32), gamma and the bias term.  The distances are taken directly, so ``Q`` is symmetric bit for
+    bit."""
+    features_t, signs, gamma, bias = computed_rows
+    row = out[:n_w]
+    rbf_row_values(features_t[:, i].copy(), features_t, gamma, row)
+    bias_32, sign_i = np.float32(bias), signs[i]
+    for t in range(n_w):
+        row[t] = (row[t] + bias_32) * sign_i * signs[t]
+    row[i] = diag_w[i]
+    return row
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
 def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left, inv_c,
-                stop_rule, lin, const, eps):
+                stop_rule, lin, const, eps, computed_rows):
     """Pairwise steps on the core set until its stopping rule holds (or ``max_steps`` steps, or ``time_left``
-    seconds).
+    seconds).  ``Q``'s rows are read from the Gram ``Kw``, or with ``computed_rows`` other than
+    :data:`ROWS_STORED` computed per step (:func:`kernel_row`; ``Kw`` is then only a dtype).
 
     ``stop_rule`` :data:`STOP_RELATIVE_GAP` (the core set): the relative gap is below ``tol``.  The gap is
     the Frank-Wolfe gap, and for the L2-SVM (``lam = 0``, ``inv_c`` given: the ``1/C_i`` of the core set)
@@ -355,6 +376,8 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     # (a separate search pass cost AESVM's ~35-point CheckPoints 40% of their time); -2: not known, search.
     fused_mdm = second_rule == SECOND_MDM and n_w <= PLAIN_SCAN_MAX
     n2, D, p_i, best, lin_a, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, lin, coverage, fused_mdm)
+    stored = computed_rows[0].shape[0] == 0
+    buffers = Kw[:0] if stored else np.empty((2, n_w), dtype=Kw.dtype)
     while True:
         if steps % 1024 == 1023:
             n2, D, p_i, best, lin_a, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, lin, coverage, fused_mdm)
@@ -377,8 +400,9 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             if gap <= tol or steps >= max_steps:
                 break
         Q_ii = diag_w[p_i]
+        row_i = Kw[p_i] if stored else kernel_row(computed_rows, diag_w, p_i, n_w, buffers[0])
         if partner == -2:
-            p_j = select_second_vertex(Kw, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values)
+            p_j = select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values)
         else:
             p_j = partner
         if p_j < 0 and coverage:
@@ -392,10 +416,11 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             for t in range(n_w):
                 alpha[t] *= 1.0 - step
             alpha[p_i] += step
-            next_i, best, partner = _update_gradient(G, Kw, p_i, p_i, 1.0 - step, step, 0.0, diag_w, n_w, lam,
-                                                     alpha, fused_mdm)
+            next_i, best, partner = _update_gradient(G, row_i, row_i, p_i, p_i, 1.0 - step, step, 0.0, diag_w, n_w,
+                                                     lam, alpha, fused_mdm)
         else:
-            derivative, curvature = pairwise_direction(G[p_i], G[p_j], Q_ii, diag_w[p_j], Kw[p_i, p_j], lam)
+            row_j = Kw[p_j] if stored else kernel_row(computed_rows, diag_w, p_j, n_w, buffers[1])
+            derivative, curvature = pairwise_direction(G[p_i], G[p_j], Q_ii, diag_w[p_j], row_i[p_j], lam)
             a_j = alpha[p_j]
             step = clipped_step(derivative, curvature, a_j, eta)
             n2 += step * (G[p_i] - G[p_j]) * 2.0 + step * step * curvature
@@ -406,8 +431,8 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             D += step * (Q_ii - diag_w[p_j])
             alpha[p_i] += step
             alpha[p_j] = 0.0 if step >= a_j else a_j - step
-            next_i, best, partner = _update_gradient(G, Kw, p_i, p_j, 1.0, step, -step, diag_w, n_w, lam, alpha,
-                                                     fused_mdm)
+            next_i, best, partner = _update_gradient(G, row_i, row_j, p_i, p_j, 1.0, step, -step, diag_w, n_w, lam,
+                                                     alpha, fused_mdm)
         p_i = next_i
         steps += 1
     return steps, gap
@@ -473,19 +498,19 @@ def l2svm_duality_gap(alpha, G, inv_c, n_w):
 
 
 @njit(cache=True, inline="always")  # see _core_set_sums; only the short pass: inlined, the long one ran 8% slower
-def _update_gradient(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha, find_mdm_partner):
-    """``G = keep * G + step_i * Kw[i] + step_j * Kw[j]``; returns the new toward vertex, its score, and with
-    ``find_mdm_partner`` (short core sets only) MDM's partner for it (:func:`select_second_vertex`'s choice,
-    -1: none), else -2."""
+def _update_gradient(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha, find_mdm_partner):
+    """``G = keep * G + step_i * row_i + step_j * row_j`` (``Q``'s rows ``i`` and ``j``); returns the new toward
+    vertex, its score, and with ``find_mdm_partner`` (short core sets only) MDM's partner for it
+    (:func:`select_second_vertex`'s choice, -1: none), else -2."""
     if n_w > PLAIN_SCAN_MAX:
-        return _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam)
+        return _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam)
     # short (AESVM's CheckPoints): one pass costs less than a vectorized one and a search
     p_i = 0
     best = np.inf
     p_w = -1
     worst = -np.inf  # the first largest score among the points with weight
     for t in range(n_w):
-        G[t] = keep * G[t] + step_i * Kw[i, t] + step_j * Kw[j, t]
+        G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
         # lam = 0 (CheckPoint, the L2-SVM): the score is G itself; skipping diag_w's load and the product
         # (the same value) took 13% off AESVM's DeriveAE
         score = G[t] if lam == 0.0 else vertex_score(G[t], lam, diag_w[t])
@@ -495,7 +520,7 @@ def _update_gradient(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha,
         if find_mdm_partner and alpha[t] > 0.0 and score > worst:
             worst = score
             p_w = t
-    if _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):  # G[i], G[j] moved after the search: again
+    if _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):  # G[i], G[j] moved after the search: again
         _, _, p_i, best, _, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, G, False, find_mdm_partner)
         return p_i, best, partner
     if not find_mdm_partner:
@@ -504,15 +529,14 @@ def _update_gradient(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha,
 
 
 @njit(cache=True)
-def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam):
+def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam):
     """:func:`_update_gradient` on a long core set: the update's pass (vectorized), with the L2-SVM's toward vertex
     (its score is ``G`` itself) found as ``first_largest(G, n_w, -1.0, -inf)`` finds it, each block's minimum
     taken while the block is in L1 (a second pass over ``G`` made the update and search 8-14% slower); for
     ``lam != 0`` a scan after the pass.  No partner (-2)."""
-    row_i, row_j = Kw[i], Kw[j]
     if lam != 0.0:
         _update_range(G, row_i, row_j, keep, step_i, step_j, 0, n_w)
-        _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j)
+        _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j)
         p_i, best = smallest_score(G, diag_w, n_w, lam)
         return max(p_i, 0), best, -2
     full = n_w // EXTREME_BLOCK
@@ -523,7 +547,7 @@ def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam
         blocks[b] = -_block_min(G, start, np.inf)
     _update_range(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n_w)
     blocks[full] = _tail_max(G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
-    if _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):
+    if _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
         # G[i] and G[j] moved after their blocks' minima were taken: those two again (a test per block inside the
         # pass made ijcnn1's pairwise steps 15% slower)
         for t in (i, j):
@@ -535,14 +559,14 @@ def _update_gradient_blocked(G, Kw, i, j, keep, step_i, step_j, diag_w, n_w, lam
 
 
 @njit(inline="always", cache=True)
-def _diagonal_in_float64(G, Kw, diag_w, i, j, step_i, step_j):
+def _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
     """Add to ``G[i]`` and ``G[j]`` the steps times what the Gram's own diagonal entries miss of ``diag_w``, Q's
     diagonal in float64; returns whether that moved either.  A float32 entry ``k(x, x) + b + 1/C`` loses ``1/C``
     below its resolution (C above ~10^6, less once repeated rows are merged): then the two identical rows of a point
     labelled both ways are the same in the Gram, ``a'Qa`` of their pair is lost, and the solve ran to ``max_iter``
     with a meaningless gap, or stopped on a wrong model.  Zero for a float64 Gram (its diagonal is ``diag_w``)."""
-    moved_i = (step_i + step_j if j == i else step_i) * (diag_w[i] - Kw[i, i])
-    moved_j = 0.0 if j == i else step_j * (diag_w[j] - Kw[j, j])
+    moved_i = (step_i + step_j if j == i else step_i) * (diag_w[i] - row_i[i])
+    moved_j = 0.0 if j == i else step_j * (diag_w[j] - row_j[j])
     G[i] += moved_i
     G[j] += moved_j
     return moved_i != 0.0 or moved_j != 0.0
@@ -632,6 +656,8 @@ class CoreSetState:
     size: int = 0
     limit: int = 0  # growable core sets (solve_core_set): the most points the budget allows; 0: fixed capacity
     refused_at: int = 0  # the capacity at which the system refused more memory (0: never)
+    # inner_solve's computed_rows: ROWS_STORED, or after compute_rows_from the core points' features (no Gram)
+    computed_rows: tuple = ROWS_STORED
 
     @classmethod
     def within_budget(cls, budget_bytes: int, tol: float, max_points: int | None = None) -> CoreSetState:
@@ -679,12 +705,49 @@ class CoreSetState:
     def max_capacity(self) -> int:
         return max(self.limit, self.capacity)
 
+    @property
+    def rows_computed(self) -> bool:
+        """Whether ``Q``'s rows are computed per step (:meth:`compute_rows_from`) instead of read from ``gram``."""
+        return self.computed_rows[0].shape[0] > 0
+
+    def compute_rows_from(self, problem) -> None:
+        """Drop the Gram matrix: from now on the inner solve computes ``Q``'s rows from the core points' features
+        (:func:`kernel_row`, :func:`computable_rows` problems), and the core set may hold every point."""
+        n = self.size
+        features_t = np.zeros((problem.X.shape[1], self.capacity), dtype=np.float32)
+        features_t[:, :n] = problem.rows_of(self.points[:n]).T
+        signs = np.zeros(self.capacity, dtype=np.float32)
+        signs[:n] = problem.signs_of(self.points[:n])
+        self.computed_rows = (features_t, signs, float(problem.kernel.gamma), float(problem.bias_term))
+        self.gram = np.zeros((0, 0), dtype=self.gram.dtype)
+        self.limit = problem.n_points
+        # G again from the computed rows, which round differently from the stored ones (1e-4 of max |G| at C = 100)
+        self.computed_gradient_of(0, n)
+
+    def computed_gradient_of(self, start: int, stop: int) -> None:
+        """``G[start:stop] = (Q a)[start:stop]`` on the core set from computed rows (:func:`computed_gradient`), in
+        blocks on the kernel threads."""
+        n = self.size
+
+        def one_block(first: int) -> None:
+            last = min(first + COMPUTED_GRADIENT_ROWS, stop)
+            computed_gradient(self.computed_rows, self.diag, self.alpha, n, first, last, self.G[first:last])
+
+        run_row_blocks(stop - start, COMPUTED_GRADIENT_ROWS, lambda offset: one_block(start + offset), None)
+
     def reserve(self, extra: int) -> None:
         """Room for ``extra`` more points, growing the arrays (at least doubling) while the limit allows."""
         needed = self.size + extra
         if needed <= self.capacity or self.capacity >= self.limit:
             return
         n = self.size
+        if self.rows_computed:
+            capacity = min(self.limit, max(2 * self.capacity, needed))
+            features_t, signs, gamma, bias = self.computed_rows
+            self.computed_rows = (_widened(features_t, capacity, n), _widened(signs, capacity, n), gamma, bias)
+            for name in ("points", "alpha", "G", "diag", "inv_c"):
+                setattr(self, name, _widened(getattr(self, name), capacity, n))
+            return
         try:
             grown = self.empty(cache_friendly_capacity(min(self.limit, max(2 * self.capacity, needed)), self.limit),
                                self.gram.dtype)
@@ -702,12 +765,55 @@ class CoreSetState:
     def compact(self) -> None:
         """Drop points with zero weight (they re-enter if they violate again)."""
         keep = np.flatnonzero(self.alpha[: self.size] > 0)
-        compact_gram_on_threads(self.gram, keep)
         n = len(keep)
+        if self.rows_computed:
+            features_t, signs, _, _ = self.computed_rows
+            features_t[:, :n] = features_t[:, keep]
+            signs[:n] = signs[keep]
+        else:
+            compact_gram_on_threads(self.gram, keep)
         for name in ("points", "alpha", "G", "diag", "inv_c"):
             values = getattr(self, name)
             values[:n] = values[keep]
         self.size = n
+
+
+def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
+    """A zeroed array of ``capacity`` entries along the last axis holding the first ``n`` of ``values``."""
+    grown = np.zeros(values.shape[:-1] + (capacity,), dtype=values.dtype)
+    grown[..., :n] = values[..., :n]
+    return grown
+
+
+# Rows computed per step instead of a stored Gram (CoreSetState.compute_rows_from): for dense binary RBF problems of
+# at most COMPUTED_ROWS_MAX_FEATURES features, once the core set would pass COMPUTED_ROWS_FROM points.  Past that
+# size a stored Gram's rows come from memory, not cache, and growing it (new rows, their mirror into the old rows'
+# columns, compaction) took 36 of make_moons' 51 s (120,000 points, noise 0.25, C = 1: 55,000 core points, 12 GB).
+# A computed row costs ~0.5 ns per entry with two features.  Without the Gram there are no Newton steps: core sets
+# this large have been many-support-vector problems at small C, where the pairwise steps converge fast.
+COMPUTED_ROWS_FROM = 20_000
+COMPUTED_ROWS_MAX_FEATURES = 4
+COMPUTED_GRADIENT_ROWS = 64  # rows of computed_gradient per task
+
+
+def computable_rows(problem, dtype) -> bool:
+    """Whether ``Q``'s rows can be computed per step (:func:`kernel_row`): a dense binary RBF problem of at most
+    :data:`COMPUTED_ROWS_MAX_FEATURES` features with a float32 Gram."""
+    return (not problem.is_joint and problem.kernel.name == "rbf" and type(problem.X) is np.ndarray
+            and problem.X.shape[1] <= COMPUTED_ROWS_MAX_FEATURES and np.dtype(dtype) == np.float32)
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def computed_gradient(computed_rows, diag_w, alpha, n_w, start, stop, out):
+    """``out = (Q a)[start:stop]`` on the first ``n_w`` core points from computed rows (:func:`kernel_row`), with
+    the diagonal in float64 as :func:`_diagonal_in_float64` takes it."""
+    row = np.empty(n_w, dtype=np.float32)
+    for i in range(start, stop):
+        kernel_row(computed_rows, diag_w, i, n_w, row)
+        total = 0.0
+        for t in range(n_w):
+            total += np.float64(row[t]) * alpha[t]
+        out[i - start] = total + alpha[i] * (diag_w[i] - row[i])
 
 
 @njit(cache=True, nogil=True)
@@ -911,6 +1017,9 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
     scores, so that ``G`` is exactly the gradient of the problem the Gram and ``diag`` define.  The old points' ``G``
     is left as it is: new points join with zero weight, except the first ones (no old points then).
     """
+    if core.rows_computed:
+        _append_computed(problem, core, new_points, new_alpha)
+        return
     n, k = core.size, len(new_points)
     precision = core.gram.dtype.type
     # The columns in the Gram's precision once, not per block (a float64 GEMM, then a cast, took twice as long).
@@ -938,6 +1047,20 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
                                           diagonal_shortfall(core.gram, core.diag, rows))
     core.inv_c[n : n + k] = problem.inv_c_of(new_points)
     core.size = n + k
+
+
+def _append_computed(problem, core: CoreSetState, new_points, new_alpha) -> None:
+    """:func:`append_points` for a core set whose rows are computed (:meth:`CoreSetState.compute_rows_from`)."""
+    n, k = core.size, len(new_points)
+    features_t, signs, _, _ = core.computed_rows
+    features_t[:, n : n + k] = problem.rows_of(new_points).T
+    signs[n : n + k] = problem.signs_of(new_points)
+    core.points[n : n + k] = new_points
+    core.alpha[n : n + k] = new_alpha
+    core.diag[n : n + k] = problem.diag_of(new_points)
+    core.inv_c[n : n + k] = problem.inv_c_of(new_points)
+    core.size = n + k
+    core.computed_gradient_of(n, n + k)
 
 
 def _score_candidates(problem, candidates, core: CoreSetState) -> np.ndarray:
@@ -1180,7 +1303,8 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # it differs from a float64 kernel recomputation only by the float32 entries' rounding: 4e-5 to 4e-4
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
-    phases = {**phase_record(seconds, newton_record), "strict_margin": strict_margin}
+    phases = {**phase_record(seconds, newton_record), "strict_margin": strict_margin,
+              "rows_computed": core.rows_computed}
     return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at, phases
 
 
@@ -1203,9 +1327,9 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     def pairwise_solve(tol_: float, max_steps_: int, time_left_: float) -> tuple[int, float]:
         return inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule, float(options.gmdm_k),
                            float(options.eta), tol_, max_steps_, time_left_, gap_weights, STOP_RELATIVE_GAP,
-                           NO_LINEAR_TERM, 0.0, 0.0)
+                           NO_LINEAR_TERM, 0.0, 0.0, core.computed_rows)
 
-    if lam != 0.0:
+    if lam != 0.0 or core.rows_computed:  # Newton steps need the Gram
         return pairwise_solve(tol, max_steps, time_left)
     inv_c = core.inv_c[:n]
 
@@ -1236,6 +1360,9 @@ def _grow(problem, core: CoreSetState, in_core, new_points) -> int:
     its Gram matrix takes ``n^2`` entries: a slack of the round's allowance, ``growth x |active|``, let the core set
     reach 2.25 times its active points (the 1M checkerboard at C=10: 55,000 points for 33,700 active, 12 GB).
     """
+    if (not core.rows_computed and core.size + len(new_points) > COMPUTED_ROWS_FROM
+            and computable_rows(problem, core.gram.dtype)):
+        core.compute_rows_from(problem)
     n_active = int(np.sum(core.alpha[: core.size] > 0))
     idle_abound = core.size > 1.25 * max(1, n_active) + 256
     if idle_abound or core.size + len(new_points) > core.max_capacity:

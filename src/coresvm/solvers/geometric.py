@@ -354,7 +354,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
         n_sv = _append_sv(sv_idx, sv_pos, alpha, g, diag, gram, n_sv, v_point, best_row, g_v,
                           diag_all[v_point], data, features)
     # 3. the step (BVM has its own step, BvmRun.advance)
-    u = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k, partner_values)
+    u = select_second_vertex(gram[v], alpha, g, diag, n_sv, 0.0, v, g[v], selection, gmdm_k, partner_values)
     if u < 0:
         # no SV to take weight from (v is the only one): an exact toward step
         derivative, curvature = toward_direction(g[v], diag[v], w2, 0.0, 0.0)
@@ -385,7 +385,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
                 if g[t] < lowest:
                     lowest = g[t]
                     v_ref = t
-            u_ref = select_second_vertex(gram, alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
+            u_ref = select_second_vertex(gram[v_ref], alpha, g, diag, n_sv, 0.0, v_ref, g[v_ref], selection,
                                          gmdm_k, partner_values)
             if u_ref < 0:
                 break

@@ -1,0 +1,165 @@
+"""Kernel rows computed per step instead of a stored Gram (few-feature binary RBF problems, large core sets)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import rbf_kernel
+
+import coresvm.solvers.core_set as core_set_module
+from coresvm.kernels import KernelSpec
+from coresvm.problem import SimplexProblem
+from coresvm.solvers.core_set import (
+    NO_LINEAR_TERM,
+    ROWS_STORED,
+    SECOND_IMDM,
+    STOP_RELATIVE_GAP,
+    CoreSetState,
+    append_points,
+    computable_rows,
+    computed_gradient,
+    inner_solve,
+    kernel_row,
+)
+from coresvm.solvers.driver import SolverOptions, run_engine
+
+
+def noisy_xor(m: int, seed: int, d: int = 2):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(m, d)
+    y = np.where(X[:, 0] * X[:, 1] + 0.4 * rng.randn(m) > 0, 1.0, -1.0)
+    return X, y
+
+
+def computed_core(problem, points, alpha):
+    """A core set on ``points`` (weights ``alpha``) switched to computed rows."""
+    core = CoreSetState.growable(2**26, 1e-2, max_points=problem.n_points)
+    append_points(problem, core, points, alpha)
+    core.compute_rows_from(problem)
+    return core
+
+
+def computed_q(core, n: int) -> np.ndarray:
+    """The core set's ``Q`` as its steps take it: computed float32 rows, the diagonal in float64."""
+    rows = np.empty((n, n), dtype=np.float32)
+    for i in range(n):
+        kernel_row(core.computed_rows, core.diag, i, n, rows[i])
+    return rows.astype(np.float64) + np.diag(core.diag[:n] - np.diagonal(rows))
+
+
+def exact_q(X, y, C, points, gamma):
+    """Q = (K + 1) y y' + diag(1/C) on ``points``, in float64."""
+    return ((rbf_kernel(X[points], gamma=gamma) + 1.0) * np.outer(y[points], y[points])
+            + np.diag(1.0 / C[points]))
+
+
+def test_computed_rows_are_the_extended_kernel_and_exactly_symmetric():
+    X, y = noisy_xor(300, 0)
+    C = np.full(300, 10.0)
+    problem = SimplexProblem(X, y, C, KernelSpec("rbf", 0.7))
+    points = np.random.default_rng(0).permutation(300)[:200]
+    core = computed_core(problem, points, np.full(200, 1 / 200))
+    assert core.rows_computed and core.gram.size == 0
+    rows = np.empty((200, 200), dtype=np.float32)
+    for i in range(200):
+        kernel_row(core.computed_rows, core.diag, i, 200, rows[i])
+    np.testing.assert_allclose(rows, exact_q(X, y, C, points, 0.7), atol=2e-6)
+    np.testing.assert_array_equal(rows, rows.T)
+
+
+def test_computed_gradient_is_q_times_the_weights():
+    X, y = noisy_xor(300, 1)
+    C = np.full(300, 3.0)
+    problem = SimplexProblem(X, y, C, KernelSpec("rbf", 1.3))
+    alpha = np.random.default_rng(1).random(300)
+    alpha /= alpha.sum()
+    core = computed_core(problem, np.arange(300), alpha)
+    G = np.empty(50)
+    computed_gradient(core.computed_rows, core.diag, core.alpha, 300, 100, 150, G)
+    # float32 entries: errors up to ~1e-7 of the terms' sum
+    np.testing.assert_allclose(G, (exact_q(X, y, C, np.arange(300), 1.3) @ alpha)[100:150], rtol=0, atol=5e-7)
+
+
+def test_pairwise_steps_on_computed_rows_take_the_stored_grams_steps():
+    """The same entries stored or computed: the same steps, bit for bit."""
+    X, y = noisy_xor(500, 2)
+    problem = SimplexProblem(X, y, np.full(500, 100.0), KernelSpec("rbf", 2.0))
+    core = computed_core(problem, np.arange(500), np.full(500, 1 / 500))
+    stored = np.empty((500, 500), dtype=np.float32)
+    for i in range(500):
+        kernel_row(core.computed_rows, core.diag, i, 500, stored[i])
+    results = []
+    for gram, rows in ((stored, ROWS_STORED), (stored[:0], core.computed_rows)):
+        alpha = np.full(500, 1 / 500)
+        G = stored.astype(np.float64) @ alpha + alpha * (core.diag[:500] - np.diagonal(stored))
+        steps, gap = inner_solve(gram, alpha, G, core.diag, 500, 0.0, SECOND_IMDM, 0.0, 1.0, 1e-4, 20_000, np.inf,
+                                 np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, rows)
+        results.append((steps, gap, alpha, G))
+    assert results[0][0] == results[1][0] > 100
+    for stored_value, computed_value in zip(results[0][1:], results[1][1:], strict=True):
+        np.testing.assert_array_equal(stored_value, computed_value)
+
+
+def test_compaction_and_growth_carry_the_computed_rows_features():
+    X, y = noisy_xor(400, 3)
+    problem = SimplexProblem(X, y, np.full(400, 10.0), KernelSpec("rbf", 1.0))
+    core = CoreSetState.empty(64, np.float32)
+    core.limit = 64  # a full core set: it must grow by doubling once its rows are computed
+    append_points(problem, core, np.arange(64), np.r_[np.full(32, 1 / 32), np.zeros(32)])
+    core.compute_rows_from(problem)
+    assert core.capacity == 64 and core.limit == 400
+    core.compact()
+    core.reserve(200)
+    append_points(problem, core, np.arange(100, 300), np.zeros(200))
+    points = core.points[: core.size]
+    assert core.size == 232 and core.capacity >= 232
+    features_t, signs, _, _ = core.computed_rows
+    np.testing.assert_array_equal(features_t[:, :232], X[points].T.astype(np.float32))
+    np.testing.assert_array_equal(signs[:232], y[points])
+    Q = exact_q(X, y, np.full(400, 10.0), points, 1.0)
+    np.testing.assert_allclose(core.G[:232], Q @ core.alpha[:232], rtol=0, atol=5e-7)
+
+
+def test_only_dense_binary_rbf_problems_of_few_features_compute_their_rows():
+    X, y = noisy_xor(100, 4)
+    rbf = KernelSpec("rbf", 1.0)
+    C = np.full(100, 1.0)
+    assert computable_rows(SimplexProblem(X, y, C, rbf), np.float32)
+    assert not computable_rows(SimplexProblem(X, y, C, rbf), np.float64)  # tol < 1e-3: a float64 Gram
+    assert not computable_rows(SimplexProblem(sp.csr_matrix(X), y, C, rbf), np.float32)
+    assert not computable_rows(SimplexProblem(X, y, C, KernelSpec("poly", 1.0, degree=2)), np.float32)
+    wide, _ = noisy_xor(100, 4, d=core_set_module.COMPUTED_ROWS_MAX_FEATURES + 1)
+    assert not computable_rows(SimplexProblem(wide, y, C, rbf), np.float32)
+
+
+@pytest.mark.parametrize("C", [1.0, 100.0])
+def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(monkeypatch, C):
+    """With rows computed from 150 core points on (Newton steps need the stored Gram, so only pairwise steps
+    follow), the core-set loop still ends within ``tol`` of the optimum, its gradient still ``Q a``."""
+    from scipy.optimize import minimize
+
+    m = 600
+    X, y = noisy_xor(m, 5)
+    problem = SimplexProblem(X, y, np.full(m, C), KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
+    Q = problem.dense_Q()
+    star = minimize(lambda a: a @ Q @ a, np.full(m, 1 / m), jac=lambda a: 2 * Q @ a,
+                    bounds=[(0, None)] * m, constraints=({"type": "eq", "fun": lambda a: a.sum() - 1},),
+                    method="SLSQP", options={"ftol": 1e-16, "maxiter": 3000})
+    monkeypatch.setattr(core_set_module, "COMPUTED_ROWS_FROM", 150)
+    solve, drift = core_set_module._solve_core, []
+
+    def checked(core, n, *args):
+        result = solve(core, n, *args)
+        if core.rows_computed:
+            exact = computed_q(core, n) @ core.alpha[:n]
+            drift.append(np.abs(exact - core.G[:n]).max() / np.abs(exact).max())
+        return result
+
+    monkeypatch.setattr(core_set_module, "_solve_core", checked)
+    tol = 1e-2
+    result = run_engine(problem, SolverOptions(core_set=True, n_candidates=100, max_add=20, tol=tol, seed=0))
+    a = np.zeros(m)
+    a[result.support] = result.alpha
+    f = a @ Q @ a
+    assert result.status == "converged" and result.phases["rows_computed"]
+    assert len(drift) >= 2 and max(drift) < 1e-7
+    assert f - star.fun <= tol * 2.0 * f
