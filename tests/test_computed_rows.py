@@ -163,3 +163,22 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     assert result.status == "converged" and result.phases["rows_computed"]
     assert len(drift) >= 2 and max(drift) < 1e-7
     assert f - star.fun <= tol * 2.0 * f
+
+
+@pytest.mark.parametrize("may_compute_rows", [False, True])
+def test_growth_past_the_threshold_drops_the_gram_unless_newton_steps_paid(monkeypatch, may_compute_rows):
+    from coresvm.solvers.core_set import _grow
+
+    X, y = noisy_xor(400, 6)
+    problem = SimplexProblem(X, y, np.full(400, 10.0), KernelSpec("rbf", 1.0))
+    core = CoreSetState.growable(2**26, 1e-2, max_points=400)
+    append_points(problem, core, np.arange(100), np.full(100, 0.01))
+    in_core = np.zeros(400, dtype=bool)
+    in_core[:100] = True
+    monkeypatch.setattr(core_set_module, "COMPUTED_ROWS_FROM", 150)
+    assert _grow(problem, core, in_core, np.arange(100, 140), may_compute_rows) == 40
+    assert not core.rows_computed  # 140 points: below the threshold
+    assert _grow(problem, core, in_core, np.arange(140, 200), may_compute_rows) == 60
+    assert core.rows_computed == may_compute_rows and (core.gram.size == 0) == may_compute_rows
+    np.testing.assert_allclose(core.G[:200], exact_q(X, y, np.full(400, 10.0), np.arange(200), 1.0)
+                               @ core.alpha[:200], rtol=0, atol=5e-7)

@@ -789,8 +789,9 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # at most COMPUTED_ROWS_MAX_FEATURES features, once the core set would pass COMPUTED_ROWS_FROM points.  Past that
 # size a stored Gram's rows come from memory, not cache, and growing it (new rows, their mirror into the old rows'
 # columns, compaction) took 36 of make_moons' 51 s (120,000 points, noise 0.25, C = 1: 55,000 core points, 12 GB).
-# A computed row costs ~0.5 ns per entry with two features.  Without the Gram there are no Newton steps: core sets
-# this large have been many-support-vector problems at small C, where the pairwise steps converge fast.
+# A computed row costs ~0.5 ns per entry with two features.  Without the Gram there are no Newton steps, so the Gram
+# is kept once one has paid (large C: the 4M checkerboard at C = 2,560, 16,400 support vectors, took 19.1 s
+# instead of 15.7 s without them); many-support-vector problems at small C take none.
 COMPUTED_ROWS_FROM = 20_000
 COMPUTED_ROWS_MAX_FEATURES = 4
 COMPUTED_GRADIENT_ROWS = 64  # rows of computed_gradient per task
@@ -1287,7 +1288,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             n_add = max(options.max_add, int(options.growth * np.sum(alpha > 0)))
             worst = violating[np.argsort(cand_scores[violating])[:n_add]]
             phase_start = fit_clock()
-            n_new = _grow(problem, core, in_core, candidates[worst])
+            n_new = _grow(problem, core, in_core, candidates[worst], newton_record.kept == 0)
             seconds["growth"] += fit_clock() - phase_start
             if n_new == 0:
                 # No room left in the budget: one last strict solve of the core set, then stop.
@@ -1352,15 +1353,17 @@ def exact_gradient(problem, support, alpha) -> np.ndarray:
     return label_weighted_sums(problem, support, support, alpha) + problem.inv_c_of(support) * alpha
 
 
-def _grow(problem, core: CoreSetState, in_core, new_points) -> int:
+def _grow(problem, core: CoreSetState, in_core, new_points, may_compute_rows: bool = False) -> int:
     """Add violators (worst first) to the core set; returns how many fitted.
 
     Zero-weight points are dropped first when the core set holds more than 1.25 times its active points (and 256),
     or when the new points would exceed the byte budget.  Every pairwise step passes over the whole core set and
     its Gram matrix takes ``n^2`` entries: a slack of the round's allowance, ``growth x |active|``, let the core set
     reach 2.25 times its active points (the 1M checkerboard at C=10: 55,000 points for 33,700 active, 12 GB).
+    With ``may_compute_rows`` (no Newton step has paid so far) a core set of :func:`computable_rows` drops its Gram
+    past :data:`COMPUTED_ROWS_FROM` points (:meth:`CoreSetState.compute_rows_from`).
     """
-    if (not core.rows_computed and core.size + len(new_points) > COMPUTED_ROWS_FROM
+    if (may_compute_rows and not core.rows_computed and core.size + len(new_points) > COMPUTED_ROWS_FROM
             and computable_rows(problem, core.gram.dtype)):
         core.compute_rows_from(problem)
     n_active = int(np.sum(core.alpha[: core.size] > 0))
