@@ -182,3 +182,17 @@ def test_growth_past_the_threshold_drops_the_gram_unless_newton_steps_paid(monke
     assert core.rows_computed == may_compute_rows and (core.gram.size == 0) == may_compute_rows
     np.testing.assert_allclose(core.G[:200], exact_q(X, y, np.full(400, 10.0), np.arange(200), 1.0)
                                @ core.alpha[:200], rtol=0, atol=5e-7)
+
+
+@pytest.mark.parametrize("n_idle, compacted", [(1000, False), (1400, True)])
+def test_computed_core_sets_keep_idle_points_up_to_twice_the_active_ones(n_idle, compacted):
+    """No Gram to grow or compact: idle points stay up to IDLE_SHARE_COMPUTED (2) x the active ones (+256)."""
+    from coresvm.solvers.core_set import _grow
+
+    X, y = noisy_xor(4000, 7)
+    problem = SimplexProblem(X, y, np.full(4000, 10.0), KernelSpec("rbf", 1.0))
+    core = computed_core(problem, np.arange(1000 + n_idle), np.r_[np.full(1000, 1e-3), np.zeros(n_idle)])
+    in_core = np.zeros(4000, dtype=bool)
+    in_core[: 1000 + n_idle] = True
+    assert _grow(problem, core, in_core, np.arange(3000, 3010)) == 10
+    assert core.size == (1010 if compacted else 1010 + n_idle) and in_core.sum() == core.size
