@@ -191,7 +191,7 @@ class Row:
     extra: dict = field(default_factory=dict)
 
 
-def _subsample(X, y, fraction: float, seed: int):
+def subsample(X, y, fraction: float, seed: int):
     rows = np.sort(np.random.RandomState(seed).permutation(X.shape[0])[: max(10, int(round(fraction * X.shape[0])))])
     return X[rows], y[rows]
 
@@ -224,7 +224,7 @@ def n_support_vectors(model) -> int:
 def warm_up(make, X, y) -> None:
     """One fit of the same kind on a few rows, so compiled code is loaded before the timed fit."""
     rows = min(X.shape[0], 6_000)
-    X_small, y_small = _subsample(X, y, rows / X.shape[0], SEED + 7)
+    X_small, y_small = subsample(X, y, rows / X.shape[0], SEED + 7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         make().fit(X_small, y_small)
@@ -312,7 +312,7 @@ def run_method(folder: str, name: str, method: str, fraction: float, repeats: in
             def make():
                 return make_svc(kind, svc_C, gamma)
             if fraction < 1.0:
-                X, y = _subsample(X, y, fraction, SEED + 11)
+                X, y = subsample(X, y, fraction, SEED + 11)
         warm_up(make, X, y)
         model, row.fits_s, caught = timed_fits(make, X, y, repeats)
         row.fit_s = float(np.median(row.fits_s))

@@ -12,7 +12,9 @@ problem as the engine::
 The restricted problem is solved with the engine's pairwise step (SMO/MDM on
 the simplex) and IMDM/GMDM second-vertex rules from
 :mod:`~coresvm.solvers.steps`, on a dense in-memory Gram matrix of the core set,
-so an inner step costs O(core set) arithmetic and no kernel evaluations.  The
+so an inner step costs O(core set) arithmetic and no kernel evaluations; past
+:data:`COMPUTED_ROWS_FROM` points of few-feature data the two rows of each step
+are computed instead (:meth:`CoreSetState.compute_rows_from`).  The
 outer scan costs ``n_candidates x |active|`` kernel values per round (with
 ``sweep_rounds``, at least ``m / sweep_rounds`` candidates: a sweep of the points
 in a bounded number of rounds, each a re-solve), and runs as BLAS blocks with
