@@ -150,7 +150,7 @@ FUSED_MAX_FEATURES = 8
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _widened_dot(a, b):
+def widened_dot(a, b):
     """``a @ b`` for a float32 ``a`` and a float64 ``b``, summed in float64 lanes (reassociated: vectorized)."""
     total = 0.0
     for j in range(a.shape[0]):
@@ -162,7 +162,7 @@ def _widened_dot(a, b):
 def widened_matvec(block, coef, out):
     """``out = block @ coef`` for a float32 ``block`` and float64 ``coef``, summed in float64."""
     for i in range(block.shape[0]):
-        out[i] = _widened_dot(block[i], coef)
+        out[i] = widened_dot(block[i], coef)
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -224,7 +224,7 @@ def fused_rbf_sums(A, B_t, coef, gamma, work, out):
     :func:`weighted_sums`)."""
     for i in range(A.shape[0]):
         rbf_row_values(A[i], B_t, gamma, work)
-        out[i] = _widened_dot(work, coef)
+        out[i] = widened_dot(work, coef)
 
 
 def exp_in_place(values: np.ndarray) -> np.ndarray:
@@ -340,7 +340,7 @@ def csr_rows_exp_sums(indptr, indices, data, start, stop, right, coef, out):
         for i in range(start, stop):
             _sparse_row_times_dense(indptr, indices, data, i, right, j0, j1, tile)
             _exp_float32_in_place(tile)
-            out[i - start] += _widened_dot(tile, coef[j0:j1])
+            out[i - start] += widened_dot(tile, coef[j0:j1])
 
 
 def sparse_exp_sums(A, right: np.ndarray, coef: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:

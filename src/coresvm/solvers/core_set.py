@@ -44,6 +44,7 @@ from ..kernels import (
     rbf_factorizable,
     rbf_row_values,
     run_row_blocks,
+    widened_dot,
 )
 from .active_face import FACE_RESIDUAL, NewtonRecord, diagonal_shortfall, gram_rows_product, solve_with_newton
 from .clock import fit_clock, now
@@ -717,15 +718,20 @@ class CoreSetState:
         """Drop the Gram matrix: from now on the inner solve computes ``Q``'s rows from the core points' features
         (:func:`kernel_row`, :func:`computable_rows` problems), and the core set may hold every point."""
         n = self.size
-        features_t = np.zeros((problem.X.shape[1], self.capacity), dtype=np.float32)
-        features_t[:, :n] = problem.rows_of(self.points[:n]).T
-        signs = np.zeros(self.capacity, dtype=np.float32)
-        signs[:n] = problem.signs_of(self.points[:n])
-        self.computed_rows = (features_t, signs, float(problem.kernel.gamma), float(problem.bias_term))
+        self.computed_rows = (np.zeros((problem.X.shape[1], self.capacity), dtype=np.float32),
+                              np.zeros(self.capacity, dtype=np.float32), float(problem.kernel.gamma),
+                              float(problem.bias_term))
+        self.store_features(problem, 0, self.points[:n])
         self.gram = np.zeros((0, 0), dtype=self.gram.dtype)
         self.limit = problem.n_points
         # G again from the computed rows, which round differently from the stored ones (1e-4 of max |G| at C = 100)
         self.computed_gradient_of(0, n)
+
+    def store_features(self, problem, first: int, points: np.ndarray) -> None:
+        """The features and labels of ``points`` as the core points from ``first`` on, for computed rows."""
+        features_t, signs, _, _ = self.computed_rows
+        features_t[:, first : first + len(points)] = problem.rows_of(points).T
+        signs[first : first + len(points)] = problem.signs_of(points)
 
     def computed_gradient_of(self, start: int, stop: int) -> None:
         """``G[start:stop] = (Q a)[start:stop]`` on the core set from computed rows (:func:`computed_gradient`), in
@@ -810,17 +816,14 @@ def computable_rows(problem, dtype) -> bool:
             and problem.X.shape[1] <= COMPUTED_ROWS_MAX_FEATURES and np.dtype(dtype) == np.float32)
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@njit(cache=True, nogil=True)
 def computed_gradient(computed_rows, diag_w, alpha, n_w, start, stop, out):
     """``out = (Q a)[start:stop]`` on the first ``n_w`` core points from computed rows (:func:`kernel_row`), with
     the diagonal in float64 as :func:`_diagonal_in_float64` takes it."""
     row = np.empty(n_w, dtype=np.float32)
     for i in range(start, stop):
         kernel_row(computed_rows, diag_w, i, n_w, row)
-        total = 0.0
-        for t in range(n_w):
-            total += np.float64(row[t]) * alpha[t]
-        out[i - start] = total + alpha[i] * (diag_w[i] - row[i])
+        out[i - start] = widened_dot(row, alpha) + alpha[i] * (diag_w[i] - row[i])
 
 
 @njit(cache=True, nogil=True)
@@ -1018,20 +1021,39 @@ def store_extended_rows(problem, rows_a, columns: GramColumns, gram: np.ndarray,
 
 def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
     """Append ``new_points`` to the core set: their Gram rows (and, by symmetry, columns) in row blocks, and their
-    gradient ``G = Q a`` from those rows.
+    gradient ``G = Q a`` from those rows; once the rows are computed (:meth:`CoreSetState.compute_rows_from`), their
+    features and labels, and ``G`` from computed rows.
 
     The gradient is summed from the stored (float32) rows and the float64 diagonal, not taken from the candidates'
     scores, so that ``G`` is exactly the gradient of the problem the Gram and ``diag`` define.  The old points' ``G``
     is left as it is: new points join with zero weight, except the first ones (no old points then).
     """
+    n, k = core.size, len(new_points)
+    new_diag = problem.diag_of(new_points)
     if core.rows_computed:
-        _append_computed(problem, core, new_points, new_alpha)
-        return
+        core.store_features(problem, n, new_points)
+    else:
+        store_gram_rows(problem, core, new_points, new_diag)
+    core.points[n : n + k] = new_points
+    core.alpha[n : n + k] = new_alpha
+    core.diag[n : n + k] = new_diag
+    core.inv_c[n : n + k] = problem.inv_c_of(new_points)
+    core.size = n + k
+    if core.rows_computed:
+        core.computed_gradient_of(n, n + k)
+    else:
+        rows = np.arange(n, n + k)
+        core.G[n : n + k] = gram_rows_product(core.gram, rows, n + k, core.alpha[: n + k],
+                                              diagonal_shortfall(core.gram, core.diag, rows))
+
+
+def store_gram_rows(problem, core: CoreSetState, new_points, new_diag) -> None:
+    """The Gram rows of ``new_points`` (diagonal ``new_diag``) after the core set's ``core.size`` points, and their
+    columns by symmetry, in row blocks on the kernel threads."""
     n, k = core.size, len(new_points)
     precision = core.gram.dtype.type
     # The columns in the Gram's precision once, not per block (a float64 GEMM, then a cast, took twice as long).
     columns = GramColumns.of(problem, np.concatenate([core.points[:n], new_points]), new_points, precision)
-    new_diag = problem.diag_of(new_points)
     # Blocks of kernel_product's size: a whole k x n float64 block at once faulted in fresh pages on every growth.
     rows = product_block_rows(n + k)
 
@@ -1046,28 +1068,6 @@ def append_points(problem, core: CoreSetState, new_points, new_alpha) -> None:
 
     run_row_blocks(k, rows, one_block, None)
     run_row_blocks(n + k, MIRROR_ROWS, mirror_block, None)
-    core.points[n : n + k] = new_points
-    core.alpha[n : n + k] = new_alpha
-    core.diag[n : n + k] = new_diag
-    rows = np.arange(n, n + k)
-    core.G[n : n + k] = gram_rows_product(core.gram, rows, n + k, core.alpha[: n + k],
-                                          diagonal_shortfall(core.gram, core.diag, rows))
-    core.inv_c[n : n + k] = problem.inv_c_of(new_points)
-    core.size = n + k
-
-
-def _append_computed(problem, core: CoreSetState, new_points, new_alpha) -> None:
-    """:func:`append_points` for a core set whose rows are computed (:meth:`CoreSetState.compute_rows_from`)."""
-    n, k = core.size, len(new_points)
-    features_t, signs, _, _ = core.computed_rows
-    features_t[:, n : n + k] = problem.rows_of(new_points).T
-    signs[n : n + k] = problem.signs_of(new_points)
-    core.points[n : n + k] = new_points
-    core.alpha[n : n + k] = new_alpha
-    core.diag[n : n + k] = problem.diag_of(new_points)
-    core.inv_c[n : n + k] = problem.inv_c_of(new_points)
-    core.size = n + k
-    core.computed_gradient_of(n, n + k)
 
 
 def _score_candidates(problem, candidates, core: CoreSetState) -> np.ndarray:
