@@ -29,6 +29,7 @@ import tempfile
 import time
 import traceback
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -72,15 +73,7 @@ def run_fit(folder: str, name: str, method: str, C: float, queue) -> None:
     """In a fresh process: load the saved data, warm up, time one fit at ``C``, score it."""
     try:
         X, y, X_test, y_test = compare.restore(Path(folder))
-        gamma = parameters(name)[1]
-        if method == "coresvm":
-            from coresvm import CoreSVC
-
-            def make():
-                return CoreSVC(C=C, gamma=gamma, random_state=compare.SEED)
-        else:
-            def make():
-                return compare.make_svc(method, C, gamma)
+        make = partial(compare.make_model, method, C, parameters(name)[1])
         compare.warm_up(make, X, y)
         model = make()
         with warnings.catch_warnings():

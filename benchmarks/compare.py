@@ -45,6 +45,7 @@ import time
 import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from queue import Empty
 
@@ -206,6 +207,15 @@ def make_svc(kind: str, C: float, gamma: float):
     return SVC(C=C, gamma=gamma, cache_size=1000)
 
 
+def make_model(method: str, C: float, gamma: float):
+    """A fresh ``CoreSVC`` with its defaults (``method`` 'coresvm') or ``SVC`` ('sklearn', 'sklearnex')."""
+    if method == "coresvm":
+        from coresvm import CoreSVC
+
+        return CoreSVC(C=C, gamma=gamma, random_state=SEED)
+    return make_svc(method, C, gamma)
+
+
 def _nystroem(C: float, gamma: float):
     from sklearn.kernel_approximation import Nystroem
     from sklearn.pipeline import make_pipeline
@@ -232,8 +242,6 @@ def warm_up(make, X, y) -> None:
 
 def select_core_C(X, y, svc_C: float, gamma: float) -> tuple[float, float, list]:
     """CoreSVC's C on a held-out split (module docstring); returns (C, seconds, [(C, accuracy)])."""
-    from coresvm import CoreSVC
-
     start = time.perf_counter()
     n = X.shape[0]
     order = np.random.RandomState(SEED + 3).permutation(n)
@@ -244,7 +252,7 @@ def select_core_C(X, y, svc_C: float, gamma: float) -> tuple[float, float, list]
         C = svc_C * 4.0**k
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = CoreSVC(C=C, gamma=gamma, random_state=SEED).fit(X[rest], y[rest])
+            model = make_model("coresvm", C, gamma).fit(X[rest], y[rest])
         scores.append((C, float(model.score(X[held], y[held]))))
     return best_held_out_choice(scores), time.perf_counter() - start, scores
 
@@ -291,15 +299,12 @@ def run_method(folder: str, name: str, method: str, fraction: float, repeats: in
         svc_C, gamma, _, _ = SETS[name]
         row = Row(method=method, fraction=fraction)
         if method == "coresvm":
-            from coresvm import CoreSVC
-
             # Compiled code loaded first: else the first selection fit pays Numba's compilation (USPS, the first
             # multiclass set with a fresh cache, showed 47 s of selection for about 2.5 s of fits).
-            warm_up(lambda: CoreSVC(C=svc_C, gamma=gamma, random_state=SEED), X, y)
+            warm_up(partial(make_model, method, svc_C, gamma), X, y)
             C, row.select_s, scores = select_core_C(X, y, svc_C, gamma)
             row.extra = {"C": C, "selection": scores}
-            def make():
-                return CoreSVC(C=C, gamma=gamma, random_state=SEED)
+            make = partial(make_model, method, C, gamma)
         elif method == "nystroem":
             if X.shape[0] * NYSTROEM_COMPONENTS * 8 > NYSTROEM_MAX_BYTES:
                 queue.put(asdict(Row(method=method, note=f"skipped: {X.shape[0]:,} x {NYSTROEM_COMPONENTS} features "
@@ -308,9 +313,7 @@ def run_method(folder: str, name: str, method: str, fraction: float, repeats: in
             def make():
                 return _nystroem(svc_C, gamma)
         else:
-            kind = "sklearnex" if method == "sklearnex" else "sklearn"
-            def make():
-                return make_svc(kind, svc_C, gamma)
+            make = partial(make_model, method, svc_C, gamma)
             if fraction < 1.0:
                 X, y = subsample(X, y, fraction, SEED + 11)
         warm_up(make, X, y)

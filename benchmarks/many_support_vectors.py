@@ -26,6 +26,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -55,16 +56,9 @@ def run_method(folder: str, method: str, C: float, fraction: float, repeats: int
     """In a fresh process: load the saved rows, warm up, time the fits, score the last model."""
     try:
         X, y, X_test, y_test = compare.restore(Path(folder))
-        if method == "coresvm":
-            from coresvm import CoreSVC
-
-            def make():
-                return CoreSVC(C=C, gamma=GAMMA, random_state=compare.SEED)
-        else:
-            def make():
-                return compare.make_svc(method, C, GAMMA)
-            if fraction < 1.0:
-                X, y = compare.subsample(X, y, fraction, compare.SEED + 11)
+        make = partial(compare.make_model, method, C, GAMMA)
+        if fraction < 1.0:
+            X, y = compare.subsample(X, y, fraction, compare.SEED + 11)
         row = compare.Row(method=method, fraction=fraction)
         compare.warm_up(make, X, y)
         model, row.fits_s, _ = compare.timed_fits(make, X, y, repeats)
