@@ -97,3 +97,58 @@ def test_without_a_limit_a_fit_uses_every_core():
 def test_an_explicit_limit_wins_over_the_inherited_one():
     [seen] = fit_threads("2", OMP_NUM_THREADS="1")
     assert (seen["kernel"], seen["numba"]) == (2, 2)
+
+
+def blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+@needs_two_cores
+def test_a_fit_holds_blas_to_one_thread_and_restores_it_after():
+    """A fit's parallel work runs on the kernel pool and Numba; OpenBLAS's idle threads would spin beside them."""
+    from coresvm import CoreSVC
+    from coresvm.datasets import make_checkerboard
+
+    before = blas_threads()
+    assert before and max(before) > 1, "this test needs a multi-threaded BLAS to limit"
+    seen = []
+
+    def callback(info):
+        seen.extend(blas_threads())
+        return False
+
+    X, y = make_checkerboard(ONE_THREAD_MAX_POINTS + 1000, random_state=0)  # one problem, not held by CoreSVC before
+    CoreSVC(gamma=2.0, C=10.0, solver="coreset", callback=callback, random_state=0).fit(X, y)
+    assert seen and set(seen) == {1}
+    assert blas_threads() == before
+
+
+@needs_two_cores
+def test_the_limit_is_shared_by_holders_that_leave_in_any_order():
+    from coresvm.kernels import ProcessWideLimit
+
+    before = blas_threads()
+    limit = ProcessWideLimit()
+    first, second = limit.held(1, "blas"), limit.held(1, "blas")
+    first.__enter__()
+    second.__enter__()  # finds the limit in place
+    first.__exit__(None, None, None)
+    assert set(blas_threads()) == {1}  # the second holder still runs
+    second.__exit__(None, None, None)
+    assert blas_threads() == before  # not the limit the second one found
+
+
+def test_fits_in_threads_leave_blas_as_they_found_it():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from coresvm import CoreSVC
+    from coresvm.datasets import make_checkerboard
+
+    before = blas_threads()
+    X, y = make_checkerboard(2000, random_state=0)
+    with ThreadPoolExecutor(2) as pool:
+        models = list(pool.map(lambda seed: CoreSVC(gamma=2.0, C=10.0, random_state=seed).fit(X, y), range(6)))
+    assert all(model.score(X, y) > 0.9 for model in models)
+    assert blas_threads() == before

@@ -26,7 +26,6 @@ import copy
 import math
 import numbers
 import sys
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
@@ -45,11 +44,10 @@ from sklearn.model_selection._validation import (
 )
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_method_params, _num_samples, indexable
-from threadpoolctl import ThreadpoolController
 
 from ._validation import quiet_degenerate_kernel
 from .cache import cache_budgets
-from .kernels import limit_kernel_threads, process_kernel_threads
+from .kernels import ProcessWideLimit, limit_kernel_threads, process_kernel_threads
 from .warm_start import WarmStart
 
 __all__ = ["GSVM_PARAM_GRID", "PatternSearchCV", "nested_cross_validate"]
@@ -472,39 +470,13 @@ def _limited_threads(n_threads: int | None):
         yield
 
 
-_BLAS_LIMIT_LOCK = threading.Lock()
-_BLAS_LIMIT = {"jobs": 0, "limiter": None}
+_JOB_LIMIT = ProcessWideLimit()
 
 
-@contextmanager
 def _limited_blas(n_threads: int):
-    """Hold the BLAS/OpenMP pools to ``n_threads`` while any job runs in this process.  They are process-wide, so
-    jobs in threads (joblib's threading backend) share one limit: the first job in sets it, the last one out
-    restores the original.  Each restoring what it found instead would race: a job entering while another
-    holds the limit finds the limit, and restoring it last left BLAS on one thread after the search."""
-    with _BLAS_LIMIT_LOCK:
-        if _BLAS_LIMIT["jobs"] == 0:
-            _BLAS_LIMIT["limiter"] = _threadpools().limit(limits=n_threads)
-        _BLAS_LIMIT["jobs"] += 1
-    try:
-        yield
-    finally:
-        with _BLAS_LIMIT_LOCK:
-            _BLAS_LIMIT["jobs"] -= 1
-            if _BLAS_LIMIT["jobs"] == 0:
-                _BLAS_LIMIT["limiter"].restore_original_limits()
-                _BLAS_LIMIT["limiter"] = None
-
-
-_THREADPOOLS: ThreadpoolController | None = None
-
-
-def _threadpools() -> ThreadpoolController:
-    """One controller per (worker) process: building one scans the loaded libraries (15-40 ms)."""
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS
+    """Hold the BLAS/OpenMP pools to ``n_threads`` while any job runs in this process (the first job's limit; the
+    last one out restores the original)."""
+    return _JOB_LIMIT.held(n_threads)
 
 
 def _fit_candidates(estimator, X, y, train, test, parameter_list, split_progress, thread_limit, kwargs):

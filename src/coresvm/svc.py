@@ -25,7 +25,6 @@ from .joint import fit_joint
 from .kernels import (
     default_kernel_threads,
     resolve_gamma,
-    single_threaded_blas,
     squared_norms,
     within_process_thread_limit,
 )
@@ -599,8 +598,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
             chunks = contiguous_chunks(costs, n_chunks)
             budget = TimeBudget(self.max_time, len(chunks), n_jobs)
             queue = ProblemQueue([problems[start:stop] for start, stop in chunks])
-            with single_threaded_blas():
-                run_in_threads(n_jobs, lambda: work_through_queue(
+            run_in_threads(n_jobs, lambda: work_through_queue(
                 queue, lambda chunk: self._solve_chunk(X, chunk, budget.share())))
             return [model for models in queue.results for model in models]
         budget = TimeBudget(self.max_time, len(problems), n_jobs)
@@ -609,11 +607,8 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
             return [self._fit_binary(X, problem, budget, stop) for problem in problems]
         # one worker: in order (callbacks see pair 0 first)
         queue = ProblemQueue(problems, [len(problem.rows) for problem in problems] if n_jobs > 1 else None)
-        # Small sub-problems: threads inside one (BLAS, kernel blocks) cost more than they save.  BLAS limits
-        # are process-wide: set once here, around all workers.
-        with single_threaded_blas():
-            run_in_threads(n_jobs, lambda: work_through_queue(
-                queue, lambda problem: self._fit_binary(X, problem, budget, stop)))
+        run_in_threads(n_jobs, lambda: work_through_queue(
+            queue, lambda problem: self._fit_binary(X, problem, budget, stop)))
         return queue.results
 
     def _solves_in_chunks(self, X, problems: list[SubProblem], n_jobs: int) -> bool:
