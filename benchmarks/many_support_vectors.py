@@ -1,9 +1,14 @@
 """Many support vectors: noisy, overlapping classes, where a large share of the rows lie near the margin.
 
-scikit-learn's ``make_moons`` (150,000 points, noise 0.25, standardized; 120,000 training rows and 30,000 test
-rows, a random split): the Bayes rate is near 94.4% and about a third of the rows are support vectors.  SVC's
-gamma is 0.5 and C = 1 or 4 (a 3-fold cross-validated grid of sklearnex SVC on 20,000 training rows, C = 2^-2 ..
-2^6, gamma = 2^-3 .. 2^3: the best scores were within 0.05 pp of each other, C = 4 the best, C = 1 the third).
+150,000 points, standardized, 120,000 training rows and 30,000 test rows (a random split), from one of:
+
+- ``--data moons`` (the default): scikit-learn's ``make_moons`` with noise 0.25, two features.  The Bayes rate is
+  near 94.4% and about a third of the rows are support vectors.  SVC's gamma is 0.5 and C = 1 or 4 (a 3-fold
+  cross-validated grid of sklearnex SVC on 20,000 training rows, C = 2^-2 .. 2^6, gamma = 2^-3 .. 2^3: the best
+  scores were within 0.05 pp of each other, C = 4 the best, C = 1 the third).
+- ``--data classification``: ``make_classification`` with six informative features, 15% of the labels flipped
+  and ``class_sep=0.8``: most rows are support vectors.  SVC's defaults: C = 1 and gamma = 'scale' (1/6 for
+  standardized features).
 
 Per C, each in a fresh process after a warm-up fit (compiled code loaded), as in ``compare.py``: ``CoreSVC`` with
 its defaults at SVC's C (no selection: the point is this C), sklearnex ``SVC``, scikit-learn ``SVC`` on all rows
@@ -15,6 +20,7 @@ library versions.
 
     python benchmarks/many_support_vectors.py            # about 10 minutes on 2 cores
     python benchmarks/many_support_vectors.py --C 1 --no-sklearn
+    python benchmarks/many_support_vectors.py --data classification --C 1 --no-sklearn
 """
 
 from __future__ import annotations
@@ -34,29 +40,36 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402 - the comparison's process, timing and report helpers
 
-GAMMA = 0.5
-N_POINTS, NOISE, TEST_SHARE = 150_000, 0.25, 0.2
+N_POINTS, TEST_SHARE = 150_000, 0.2
 FRACTIONS = (0.1, 0.25)
+# per --data: its title, gamma and default C values
+DATA = {"moons": ("make_moons (noise 0.25)", 0.5, "1,4"),
+        "classification": ("make_classification (6 features, 15% of labels flipped)", 1.0 / 6.0, "1")}
 
 
-def load() -> list[np.ndarray]:
-    """``[X_train, y_train, X_test, y_test]``: make_moons, standardized, a random 80/20 split."""
-    from sklearn.datasets import make_moons
+def load(data: str) -> list[np.ndarray]:
+    """``[X_train, y_train, X_test, y_test]``: the rows of ``data`` (:data:`DATA`), standardized, a random 80/20
+    split."""
+    from sklearn.datasets import make_classification, make_moons
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    X, y = make_moons(N_POINTS, noise=NOISE, random_state=compare.SEED)
+    if data == "moons":
+        X, y = make_moons(N_POINTS, noise=0.25, random_state=compare.SEED)
+    else:
+        X, y = make_classification(N_POINTS, n_features=6, n_informative=6, n_redundant=0, flip_y=0.15,
+                                   class_sep=0.8, random_state=compare.SEED)
     X = StandardScaler().fit_transform(X)
     X_train, X_test, y_train, y_test = train_test_split(X, y.astype(np.float64), test_size=TEST_SHARE,
                                                         random_state=compare.SEED)
     return [X_train, y_train, X_test, y_test]
 
 
-def run_method(folder: str, method: str, C: float, fraction: float, repeats: int, queue) -> None:
+def run_method(folder: str, method: str, C: float, gamma: float, fraction: float, repeats: int, queue) -> None:
     """In a fresh process: load the saved rows, warm up, time the fits, score the last model."""
     try:
         X, y, X_test, y_test = compare.restore(Path(folder))
-        make = partial(compare.make_model, method, C, GAMMA)
+        make = partial(compare.make_model, method, C, gamma)
         if fraction < 1.0:
             X, y = compare.subsample(X, y, fraction, compare.SEED + 11)
         row = compare.Row(method=method, fraction=fraction)
@@ -77,9 +90,9 @@ def run_method(folder: str, method: str, C: float, fraction: float, repeats: int
         queue.put(asdict(compare.Row(method=method, fraction=fraction, note=f"failed: {error!r}"[:120])))
 
 
-def table(C: float, rows: list[compare.Row], n_train: int, n_test: int) -> list[str]:
+def table(C: float, gamma: float, rows: list[compare.Row], n_train: int, n_test: int) -> list[str]:
     reference = compare.fastest_svc(rows)
-    lines = [f"### C={C:g}, gamma={GAMMA:g} ({n_train:,} training rows, {n_test:,} test rows)", "",
+    lines = [f"### C={C:g}, gamma={gamma:.4g} ({n_train:,} training rows, {n_test:,} test rows)", "",
              "| method | fit s (median) | fits: range | than the fastest full SVC | test acc % | #SV | peak RSS MB | "
              "note |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -92,16 +105,20 @@ def table(C: float, rows: list[compare.Row], n_train: int, n_test: int) -> list[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--C", default="1,4", help="comma-separated values of SVC's C")
+    parser.add_argument("--data", choices=sorted(DATA), default="moons", help="the rows (see above)")
+    parser.add_argument("--C", help="comma-separated values of SVC's C (default: the data's, see above)")
     parser.add_argument("--no-sklearn", action="store_true", help="skip scikit-learn SVC on all rows (the slowest)")
     parser.add_argument("--repeats", type=int, default=3, help="timed fits per row (median)")
-    parser.add_argument("--out", type=Path, default=compare.RESULTS / "many_support_vectors.md")
+    parser.add_argument("--out", type=Path, help="the report (default: results/many_support_vectors[_DATA].md)")
     opts = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
-    parts = load()
+    title, gamma, default_C = DATA[opts.data]
+    suffix = "" if opts.data == "moons" else f"_{opts.data}"
+    out = opts.out or compare.RESULTS / f"many_support_vectors{suffix}.md"
+    parts = load(opts.data)
     plan = [("coresvm", 1.0), ("sklearnex", 1.0)] + ([] if opts.no_sklearn else [("sklearn", 1.0)])
     plan += [("sklearn", fraction) for fraction in FRACTIONS]
-    lines = ["# Many support vectors: make_moons (noise 0.25) against SVC, sklearnex SVC and SVC on subsamples", "",
+    lines = [f"# Many support vectors: {title} against SVC, sklearnex SVC and SVC on subsamples", "",
              f"- command: `{shlex.join(['python', 'benchmarks/many_support_vectors.py', *argv])}`",
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
              f"- revision: {compare.revision()}",
@@ -111,17 +128,17 @@ def main(argv: list[str] | None = None) -> int:
              "of `fit` alone.  CoreSVC ran at SVC's C with its defaults.", ""]
     with tempfile.TemporaryDirectory() as folder:
         compare.save(parts, Path(folder))
-        for C in (float(value) for value in opts.C.split(",")):
+        for C in (float(value) for value in (opts.C or default_C).split(",")):
             rows = []
             for method, fraction in plan:
-                result = compare.call_in_fresh_process(run_method, (folder, method, C, fraction, opts.repeats),
+                result = compare.call_in_fresh_process(run_method, (folder, method, C, gamma, fraction, opts.repeats),
                                                        compare.METHOD_LIMIT_S)
                 rows.append(compare.Row(**{"method": method, "fraction": fraction, **result}))
                 print(f"C={C:g} {method} {fraction:g}: {rows[-1].fit_s:.2f} s, {100 * rows[-1].accuracy:.2f}%, "
                       f"{rows[-1].n_sv} SV, {rows[-1].peak_rss_mb:.0f} MB {rows[-1].note}", flush=True)
-            lines += table(C, rows, len(parts[1]), len(parts[3]))
-    opts.out.write_text("\n".join(lines))
-    print(f"wrote {opts.out}")
+            lines += table(C, gamma, rows, len(parts[1]), len(parts[3]))
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
     return 0
 
 
