@@ -134,7 +134,10 @@ def test_only_dense_binary_rbf_problems_of_few_features_compute_their_rows():
 @pytest.mark.parametrize("C", [1.0, 100.0])
 def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(monkeypatch, C):
     """With rows computed from 150 core points on (Newton steps need the stored Gram, so only pairwise steps
-    follow), the core-set loop still ends within ``tol`` of the optimum, its gradient still ``Q a``."""
+    follow), the core-set loop still ends within ``tol`` of the optimum, its gradient still ``Q a``.  New points'
+    ``G`` is their candidate score, which adds the bias in float64 where the float32 rows round ``k + bias``: so ``G``
+    is compared with the exact ``Q a`` and must be as close to it as the rows' own product (2e-6 of max |G| at
+    C = 1, 6e-5 at C = 100)."""
     from scipy.optimize import minimize
 
     m = 600
@@ -150,8 +153,10 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     def checked(core, n, *args):
         result = solve(core, n, *args)
         if core.rows_computed:
-            exact = computed_q(core, n) @ core.alpha[:n]
-            drift.append(np.abs(exact - core.G[:n]).max() / np.abs(exact).max())
+            points, a = core.points[:n], core.alpha[:n]
+            exact, rows = Q[np.ix_(points, points)] @ a, computed_q(core, n) @ a
+            scale = np.abs(exact).max()
+            drift.append((np.abs(core.G[:n] - exact).max() / scale, np.abs(rows - exact).max() / scale))
         return result
 
     monkeypatch.setattr(core_set_module, "_solve_core", checked)
@@ -161,7 +166,7 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     a[result.support] = result.alpha
     f = a @ Q @ a
     assert result.status == "converged" and result.phases["rows_computed"]
-    assert len(drift) >= 2 and max(drift) < 1e-7
+    assert len(drift) >= 2 and all(of_g <= 1.5 * of_rows + 1e-9 for of_g, of_rows in drift)
     assert f - star.fun <= tol * 2.0 * f
 
 
