@@ -103,3 +103,28 @@ def test_importing_coresvm_does_not_import_dask():
     code = "import sys, coresvm, coresvm.svc; print('dask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_cascade_global_solve_runs_blas_on_one_thread(client, monkeypatch):
+    """fit_cascade is a fit: its global solves hold BLAS to one thread as CoreSVC.fit does (kernels'
+    within_process_thread_limit), and the limits are restored after."""
+    from threadpoolctl import threadpool_info
+
+    import coresvm.distributed as distributed
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before, seen = blas_threads(), []
+    solve = distributed.run_engine
+
+    def recorded(*args, **kwargs):
+        seen.extend(blas_threads())
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "run_engine", recorded)
+    X, y = make_checkerboard(8_000, random_state=3)
+    fit_cascade(CoreSVC(**PARAMS), da.from_array(X, chunks=(2_000, -1)), da.from_array(y, chunks=(2_000,)),
+                client=client)
+    assert seen and set(seen) == {1}
+    assert blas_threads() == before

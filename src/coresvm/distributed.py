@@ -35,7 +35,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms
+from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms, within_process_thread_limit
 from .multiclass import BinaryModel
 from .problem import SimplexProblem, kkt_bias
 from .solvers.core_set import core_set_capacity
@@ -165,6 +165,7 @@ def _class_multipliers(estimator: CoreSVC, classes, counts) -> np.ndarray:
 
 
 # ------------------------------------------------------------------- public
+@within_process_thread_limit  # its global solves are fits: the same threads (and one BLAS thread) as CoreSVC.fit
 def fit_cascade(
     estimator: CoreSVC,
     X,

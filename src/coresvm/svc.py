@@ -576,10 +576,11 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
 
         Each of the ``n_jobs`` workers (this thread and ``n_jobs - 1`` more) takes the next unsolved
         sub-problem from a shared queue until none is left (with several workers the largest first, so that
-        no large pair runs alone at the end) and sets up its thread (BLAS, Numba and kernel threads) once,
-        not per pair.  Every sub-problem's result depends only on the sub-problem (its seed is drawn in
-        ``fit``), so the model is the same for every ``n_jobs``.  Small problems that all take the compiled
-        path go to it in chunks, one compiled call per chunk (:meth:`_solve_chunk`).
+        no large pair runs alone at the end) and sets up its thread (Numba and kernel threads; BLAS is on one
+        thread for the whole fit) once, not per pair.  Every sub-problem's result depends only on the
+        sub-problem (its seed is drawn in ``fit``), so the model is the same for every ``n_jobs``.  Small
+        problems that all take the compiled path go to it in chunks, one compiled call per chunk
+        (:meth:`_solve_chunk`).
         """
         if any(len(problem.rows) == 0 for problem in problems):
             # A pair of two classes whose samples all have zero weight: nothing to solve, a zero decision.
@@ -615,7 +616,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         """Whether every sub-problem takes the compiled small-problem path with nothing per problem to keep or
         read in Python: no kept inner products in or out (gathering every problem's into one call cost more
         memory and time than it saved), no KKT bias (it needs each problem's rows); and, with one worker,
-        problems small enough to run on one BLAS thread (as pair by pair: ``ONE_THREAD_MAX_POINTS``)."""
+        problems small enough to run on one thread (as pair by pair: ``ONE_THREAD_MAX_POINTS``)."""
         largest = max(len(problem.rows) for problem in problems)
         return (len(problems) > 1 and not self._dots_in and self._dots_out is None and self._search_rows is None
                 and self.bias_rule != "kkt"
