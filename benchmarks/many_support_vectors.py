@@ -9,6 +9,9 @@
 - ``--data classification``: ``make_classification`` with six informative features, 15% of the labels flipped
   and ``class_sep=0.8``: most rows are support vectors.  SVC's defaults: C = 1 and gamma = 'scale' (1/6 for
   standardized features).
+- ``--data imbalanced``: ``make_classification`` with ten features (eight informative), 3% positives and 2% of
+  the labels flipped: L1-SVC keeps a few thousand support vectors, the L2-SVM about 40% of the rows.  SVC's
+  defaults: C = 1, gamma 1/10.
 
 Per C, each in a fresh process after a warm-up fit (compiled code loaded), as in ``compare.py``: ``CoreSVC`` with
 its defaults at SVC's C (no selection: the point is this C), sklearnex ``SVC``, scikit-learn ``SVC`` on all rows
@@ -21,6 +24,7 @@ library versions.
     python benchmarks/many_support_vectors.py            # about 10 minutes on 2 cores
     python benchmarks/many_support_vectors.py --C 1 --no-sklearn
     python benchmarks/many_support_vectors.py --data classification --C 1 --no-sklearn
+    python benchmarks/many_support_vectors.py --data imbalanced --no-sklearn
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ N_POINTS, TEST_SHARE = 150_000, 0.2
 FRACTIONS = (0.1, 0.25)
 # per --data: its title, gamma and default C values
 DATA = {"moons": ("make_moons (noise 0.25)", 0.5, "1,4"),
-        "classification": ("make_classification (6 features, 15% of labels flipped)", 1.0 / 6.0, "1")}
+        "classification": ("make_classification (6 features, 15% of labels flipped)", 1.0 / 6.0, "1"),
+        "imbalanced": ("make_classification (10 features, 3% positives, 2% of labels flipped)", 0.1, "1")}
 
 
 def load(data: str) -> list[np.ndarray]:
@@ -56,9 +61,12 @@ def load(data: str) -> list[np.ndarray]:
 
     if data == "moons":
         X, y = make_moons(N_POINTS, noise=0.25, random_state=compare.SEED)
-    else:
+    elif data == "classification":
         X, y = make_classification(N_POINTS, n_features=6, n_informative=6, n_redundant=0, flip_y=0.15,
                                    class_sep=0.8, random_state=compare.SEED)
+    else:
+        X, y = make_classification(N_POINTS, n_features=10, n_informative=8, weights=[0.97, 0.03], flip_y=0.02,
+                                   class_sep=1.0, random_state=compare.SEED)
     X = StandardScaler().fit_transform(X)
     X_train, X_test, y_train, y_test = train_test_split(X, y.astype(np.float64), test_size=TEST_SHARE,
                                                         random_state=compare.SEED)

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import rbf_kernel
 
 import coresvm.solvers.core_set as core_set_module
-from coresvm.kernels import KernelSpec
+from coresvm.kernels import FUSED_MAX_FEATURES, KernelSpec
 from coresvm.problem import SimplexProblem
 from coresvm.solvers.core_set import (
     NO_LINEAR_TERM,
@@ -52,17 +52,19 @@ def exact_q(X, y, C, points, gamma):
             + np.diag(1.0 / C[points]))
 
 
-def test_computed_rows_are_the_extended_kernel_and_exactly_symmetric():
-    X, y = noisy_xor(300, 0)
+@pytest.mark.parametrize("d", [2, 20, core_set_module.COMPUTED_ROWS_MAX_FEATURES])
+def test_computed_rows_are_the_extended_kernel_and_exactly_symmetric(d):
+    X, y = noisy_xor(300, 0, d)
     C = np.full(300, 10.0)
-    problem = SimplexProblem(X, y, C, KernelSpec("rbf", 0.7))
+    gamma = 1.4 / d  # exponents of about -2.8 on average, as gamma = 1 / d on standardized data
+    problem = SimplexProblem(X, y, C, KernelSpec("rbf", gamma))
     points = np.random.default_rng(0).permutation(300)[:200]
     core = computed_core(problem, points, np.full(200, 1 / 200))
     assert core.rows_computed and core.gram.size == 0
     rows = np.empty((200, 200), dtype=np.float32)
     for i in range(200):
         kernel_row(core.computed_rows, core.diag, i, 200, rows[i])
-    np.testing.assert_allclose(rows, exact_q(X, y, C, points, 0.7), atol=2e-6)
+    np.testing.assert_allclose(rows, exact_q(X, y, C, points, gamma), atol=2e-6)
     np.testing.assert_array_equal(rows, rows.T)
 
 
@@ -127,22 +129,24 @@ def test_only_dense_binary_rbf_problems_of_few_features_compute_their_rows():
     assert not computable_rows(SimplexProblem(X, y, C, rbf), np.float64)  # tol < 1e-3: a float64 Gram
     assert not computable_rows(SimplexProblem(sp.csr_matrix(X), y, C, rbf), np.float32)
     assert not computable_rows(SimplexProblem(X, y, C, KernelSpec("poly", 1.0, degree=2)), np.float32)
+    several, _ = noisy_xor(100, 4, d=20)
+    assert computable_rows(SimplexProblem(several, y, C, rbf), np.float32)
     wide, _ = noisy_xor(100, 4, d=core_set_module.COMPUTED_ROWS_MAX_FEATURES + 1)
     assert not computable_rows(SimplexProblem(wide, y, C, rbf), np.float32)
 
 
-@pytest.mark.parametrize("C", [1.0, 100.0])
-def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(monkeypatch, C):
+@pytest.mark.parametrize("C, d", [(1.0, 2), (100.0, 2), (1.0, 20)])
+def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(monkeypatch, C, d):
     """With rows computed from 150 core points on (Newton steps need the stored Gram, so only pairwise steps
     follow), the core-set loop still ends within ``tol`` of the optimum, its gradient still ``Q a``.  New points'
     ``G`` is their candidate score, which adds the bias in float64 where the float32 rows round ``k + bias``: so ``G``
     is compared with the exact ``Q a`` and must be as close to it as the rows' own product (2e-6 of max |G| at
-    C = 1, 6e-5 at C = 100)."""
+    C = 1, 6e-5 at C = 100).  With 20 features the same holds for candidates scored by BLAS products."""
     from scipy.optimize import minimize
 
     m = 600
-    X, y = noisy_xor(m, 5)
-    problem = SimplexProblem(X, y, np.full(m, C), KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
+    X, y = noisy_xor(m, 5, d)  # 20 features: the candidates are scored by BLAS products, not the fused loop
+    problem = SimplexProblem(X, y, np.full(m, C), KernelSpec("rbf", gamma=4.0 / d), bias=True, lam=0.0)
     Q = problem.dense_Q()
     star = minimize(lambda a: a @ Q @ a, np.full(m, 1 / m), jac=lambda a: 2 * Q @ a,
                     bounds=[(0, None)] * m, constraints=({"type": "eq", "fun": lambda a: a.sum() - 1},),
@@ -166,7 +170,10 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     a[result.support] = result.alpha
     f = a @ Q @ a
     assert result.status == "converged" and result.phases["rows_computed"]
-    assert len(drift) >= 2 and all(of_g <= 1.5 * of_rows + 1e-9 for of_g, of_rows in drift)
+    # Scores by BLAS products (more than FUSED_MAX_FEATURES features) expand |a - b|^2 in float32 and round more
+    # than the rows' direct form: 1.9 times the rows' error (2.4e-6 of max |G|) with 20 features.
+    factor = 1.5 if d <= FUSED_MAX_FEATURES else 3.0
+    assert len(drift) >= 2 and all(of_g <= factor * of_rows + 1e-9 for of_g, of_rows in drift)
     assert f - star.fun <= tol * 2.0 * f
 
 

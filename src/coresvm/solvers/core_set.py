@@ -32,7 +32,6 @@ from scipy.stats import beta as beta_distribution
 
 from ..cache import address_space_is_lazy, lazy_zeros
 from ..kernels import (
-    FUSED_MAX_FEATURES,
     RightOperand,
     apply_kernel_to_dots,
     default_kernel_threads,
@@ -798,14 +797,17 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # at most COMPUTED_ROWS_MAX_FEATURES features, once the core set would pass COMPUTED_ROWS_FROM points.  Past that
 # size a stored Gram's rows come from memory, not cache, and growing it (new rows, their mirror into the old rows'
 # columns, compaction) took 36 of make_moons' 51 s (120,000 points, noise 0.25, C = 1: 55,000 core points, 12 GB).
-# A computed row costs ~0.5 ns per entry with two features, ~0.15 ns more per feature; up to the fused scoring loop's
-# FUSED_MAX_FEATURES (8): 120,000 noisy rows of 6 and 8 features (make_classification, flip_y 0.15, C = 1) filled
-# the 'auto' budget's 55,000-point Gram unconverged in 65 and 69 s (11.8 GB), and converged computed in 44 and 49 s
-# (1.0-1.6 GB).  Without the Gram there are no Newton steps, so the Gram is kept once one has paid (large C: the 4M
-# checkerboard at C = 2,560, 16,400 support vectors, took 19.1 s instead of 15.7 s without them); many-support-vector
-# problems at small C take none.
+# A computed row costs ~0.5 ns per entry with two features, ~0.15 ns more per feature: 120,000 noisy rows of 6 and 8
+# features (make_classification, flip_y 0.15, C = 1) filled the 'auto' budget's 55,000-point Gram unconverged in 65
+# and 69 s (11.8 GB), and converged computed in 44 and 49 s (1.0-1.6 GB).  With more features a computed step costs
+# more than a stored one, but growing a stored Gram that large costs more still (its fresh pages alone ~0.6 s per
+# GB): make_classification with 10 features (3% positives, C = 1; 47,000 SVs of 100,000 rows) 66 -> 21 s (growth
+# 41 -> 1.7 s), at C = 64 117 -> 50 s; 20 features (C = 4, 22,000 SVs of 48,000) 12.6 -> 9.2 s; 50 features (C = 1,
+# 48,000 SVs of 100,000) 83 -> 51 s.  Beyond 64 features untested: the Gram is kept.  Without the Gram there are no
+# Newton steps, so the Gram is kept once one has paid (large C: the 4M checkerboard at C = 2,560, 16,400 support
+# vectors, took 19.1 s instead of 15.7 s without them); many-support-vector problems at small C take none.
 COMPUTED_ROWS_FROM = 20_000
-COMPUTED_ROWS_MAX_FEATURES = FUSED_MAX_FEATURES
+COMPUTED_ROWS_MAX_FEATURES = 64
 COMPUTED_GRADIENT_ROWS = 64  # rows of computed_gradient per task
 
 
