@@ -318,6 +318,42 @@ def test_default_n_jobs_trains_small_pairs_on_the_kernel_threads(digits, monkeyp
     np.testing.assert_array_equal(default.dual_coef_, one.dual_coef_)
 
 
+def test_default_n_jobs_trains_many_large_pairs_side_by_side(digits, monkeypatch):
+    """n_jobs=None trains sub-problems too large for the compiled chunks side by side, one per kernel thread, once
+    there are at least two per thread (not with a callback, which sees the pairs in order); n_jobs=1 one at a time.
+    The model is the same either way."""
+    import coresvm.svc as svc_module
+
+    workers = []
+    run_in_threads = svc_module.run_in_threads
+    monkeypatch.setattr(svc_module, "default_kernel_threads", lambda: 2)
+    monkeypatch.setattr(svc_module, "ONE_THREAD_MAX_POINTS", 50)  # digits' pairs of ~120 points count as large
+    monkeypatch.setattr(svc_module, "run_in_threads", lambda n, work: workers.append(n) or run_in_threads(n, work))
+    X, y = digits
+    params = dict(C=16, gamma=0.05, random_state=0)
+    default = CoreSVC(**params).fit(X[:600], y[:600])
+    assert workers == [2]
+    one = CoreSVC(n_jobs=1, **params).fit(X[:600], y[:600])
+    CoreSVC(callback=lambda info: False, **params).fit(X[:600], y[:600])
+    assert workers == [2]  # one at a time: no threads started
+    np.testing.assert_array_equal(default.support_, one.support_)
+    np.testing.assert_array_equal(default.dual_coef_, one.dual_coef_)
+    three = y[:600] < 3  # three pairs: fewer than two per thread
+    CoreSVC(**params).fit(X[:600][three], y[:600][three])
+    assert workers == [2]
+
+
+def test_concurrent_sub_problems_share_the_auto_core_set_budget(monkeypatch):
+    import coresvm.svc_options as options_module
+
+    monkeypatch.setattr(options_module, "cache_budgets", lambda cache_size: (200 * 2**20, 8 * 2**30))
+    alone = CoreSVC().solver_options(10_000, 0, np.inf)
+    shared = CoreSVC().solver_options(10_000, 0, np.inf, concurrent=2)
+    assert alone.memory.core_set_bytes == 8 * 2**30 and shared.memory.core_set_bytes == 4 * 2**30
+    fixed = CoreSVC(cache_size=500).solver_options(10_000, 0, np.inf, concurrent=2)  # a budget given: kept
+    assert fixed.memory.core_set_bytes == 8 * 2**30
+
+
 def test_vectorized_exp_matches_numpy():
     from coresvm.solvers.dense import exp_nonpositive
 

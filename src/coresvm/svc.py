@@ -82,6 +82,12 @@ from .warm_start import (
 # Sub-problems of at most this many points run on one thread even with n_jobs=1: their kernel
 # blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: results/multiclass.md).
 ONE_THREAD_MAX_POINTS = 5000
+# With n_jobs=None, larger sub-problems also run side by side, one per thread, once there are at least this many per
+# thread: a core-set solve's pairwise steps run on one thread, so one sub-problem at a time left a core idle for
+# a third of its time.  Five classes (make_classification, 15 features, 50,000 rows; ten pairs of 20,000 points,
+# C = 4): 16.3-17.2 s one at a time, 12.1-12.9 s two at a time, the same model; three classes (three pairs of 32,000
+# points) 9.4-10.0 s either way: the last pair runs alone.
+CONCURRENT_MIN_PROBLEMS_PER_THREAD = 2
 # (Sub-)problems of solver='coreset' whose kernel fits cache_size run on solvers/dense.py
 # (see CoreSVC._small_problem_fast_path); False forces the Python core-set loop (tests compare the two).
 SMALL_PROBLEM_FAST_PATH = True
@@ -288,8 +294,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         Sub-problems (pairs or classes) trained at the same time, in threads
         (-1: all cores; read by joblib's ``effective_n_jobs``).  None: sub-problems small enough for the
         compiled small-problem path (up to 5,000 points each: USPS's, letter's and pendigits' pairs) are
-        trained on as many threads as a binary fit's kernel products use, larger ones one at a time, each
-        on all of those threads.  Each sub-problem's random seed is
+        trained on as many threads as a binary fit's kernel products use; so are larger ones when there are
+        at least two per thread (and no ``callback``), else they run one at a time, each on all of those
+        threads.  Sub-problems trained at the same time share the core sets' memory budget
+        (``cache_size='auto'``).  Each sub-problem's random seed is
         drawn before any is dispatched, so the model is identical for every
         ``n_jobs``.  With ``n_jobs > 1`` every worker runs its kernel
         products, BLAS and Numba code on one thread, so the workers do not
@@ -602,6 +610,10 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
             run_in_threads(n_jobs, lambda: work_through_queue(
                 queue, lambda chunk: self._solve_chunk(X, chunk, budget.share())))
             return [model for models in queue.results for model in models]
+        threads = default_kernel_threads()
+        if (self.n_jobs is None and n_jobs == 1 and self.callback is None
+                and len(problems) >= CONCURRENT_MIN_PROBLEMS_PER_THREAD * threads):
+            n_jobs = threads
         budget = TimeBudget(self.max_time, len(problems), n_jobs)
         stop = threading.Event()  # set when the callback asks to stop
         if n_jobs == 1 and max(len(problem.rows) for problem in problems) > ONE_THREAD_MAX_POINTS:
@@ -667,7 +679,7 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         # CVM, and the Frank-Wolfe solvers with stopping='meb', solve the minimum enclosing ball (lam = 1) and
         # stop by its (1 + eps) radius test (driver.radius_test_options).
         lam = 1.0 if self._radius_test else 0.0
-        options = self.solver_options(len(rows), problem.seed, budget.share())
+        options = self.solver_options(len(rows), problem.seed, budget.share(), budget.n_workers)
         init_idx, init_alpha = problem.init if problem.init is not None else (None, None)
 
         def simplex_problem() -> SimplexProblem:

@@ -130,7 +130,7 @@ class SVCParameters:
             if getattr(self, name):
                 raise ValueError(f"{name} is not available with multiclass='joint'; use 'ovo' or 'ovr'")
 
-    def solver_options(self, n_points: int, seed: int, time_share: float) -> SolverOptions:
+    def solver_options(self, n_points: int, seed: int, time_share: float, concurrent: int = 1) -> SolverOptions:
         """The solver settings a fit gives a sub-problem of ``n_points`` points (e.g. for a solve outside
         :meth:`fit`, as ``distributed.fit_cascade``'s global one).
 
@@ -142,6 +142,8 @@ class SVCParameters:
             Seed of the solver's random draws.
         time_share : float
             Seconds the solve may take (``np.inf``: no limit).
+        concurrent : int, default=1
+            Sub-problems solved at the same time: with ``cache_size='auto'`` they share the core sets' budget.
 
         Returns
         -------
@@ -151,6 +153,8 @@ class SVCParameters:
         method = METHODS[self.solver]
         core_set, ball = method.family == CORE_SET, method.family == BALL
         cache_bytes, core_set_bytes = cache_budgets(self.cache_size)  # 'auto' reads the available memory once
+        if self.cache_size == "auto":
+            core_set_bytes = max(cache_bytes, core_set_bytes // max(1, concurrent))
         return SolverOptions(
             memory=MemoryOptions(cache_bytes=cache_bytes, core_set_bytes=core_set_bytes),
             step=StepOptions(step_rule=method.step_rule if method.family == ENGINE else "mdm",
