@@ -574,3 +574,32 @@ def test_rbf_factor_limit_keeps_float32_exponents_finite():
     assert rbf_factor_limit(np.float64) == RBF_FACTOR_LIMIT
     assert np.isfinite(np.exp(np.float32(rbf_factor_limit(np.float32))))  # float32 overflows at 88.7
     assert np.exp(np.float32(-rbf_factor_limit(np.float32))) > np.finfo(np.float32).tiny
+
+
+def test_sparse_products_by_columns_where_rows_share_few_features(monkeypatch):
+    """Sparse rows that share few features (text: many features, few nonzeros a row) are multiplied by the right
+    operand's columns: the same products and kernel sums as dense ones; rows that share most features are not."""
+    import coresvm.kernels as kernels_module
+    from coresvm.kernels import RightOperand, columns_if_sparse_enough
+
+    calls = []
+    by_columns = kernels_module.csr_times_columns
+    monkeypatch.setattr(kernels_module, "csr_times_columns", lambda *args: calls.append(1) or by_columns(*args))
+    monkeypatch.setattr(kernels_module, "DENSE_OPERAND_BYTES", 0)  # neither side is made dense
+
+    rng = np.random.RandomState(0)
+    A = sp.random(300, 2000, density=0.01, format="csr", random_state=rng)
+    B = sp.random(500, 2000, density=0.01, format="csr", random_state=rng)
+    for dtype in (np.float32, np.float64):
+        right = RightOperand(B, A, dtype)
+        assert right.columns is not None and not right.sparse_right
+        np.testing.assert_allclose(right.products(A[40:90]), (A[40:90] @ B.T).toarray(), rtol=1e-5, atol=1e-7)
+    spec = KernelSpec("rbf", gamma=0.5)
+    coef = rng.randn(500)
+    expected = rbf_kernel(A.toarray(), B.toarray(), gamma=0.5) @ coef
+    np.testing.assert_allclose(kernel_product(A, B, spec, coef), expected, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(kernel_product(A, B, spec, coef, precision=np.float32), expected, atol=1e-4)
+    assert len(calls) >= 4  # two products, and the blocks of both kernel sums
+    dense_ish = sp.random(300, 20, density=0.5, format="csr", random_state=rng)
+    assert columns_if_sparse_enough(dense_ish, sp.random(500, 20, density=0.5, format="csr"), np.float32) is None
+    assert columns_if_sparse_enough(A, B.toarray(), np.float32) is None  # a dense B: rows against it

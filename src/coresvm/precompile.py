@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels import FUSED_MAX_FEATURES, KernelSpec, kernel_product, sparse_times_dense
+from .kernels import FUSED_MAX_FEATURES, KernelSpec, csr_times_columns, kernel_product, sparse_times_dense
 from .problem import SPARSE_MIN_FEATURES, SimplexProblem, sparse_layout
 from .solvers.active_face import CHOLESKY_MAX_FACE, newton_step
 from .solvers.core_set import CoreSetState, append_points
@@ -72,7 +72,8 @@ def _float32_products() -> None:
     """Score candidates as the core-set loop does (float32 kernel values summed in float64) in each layout the
     small fits above miss: more features than the fused loop takes, a sparse support against fewer dense
     candidates, and sparse candidates against a dense support; the sparse products of a CSR core set's growth
-    (float32) and of predictions (float64); and the CSR copy of sparse dense rows."""
+    (float32) and of predictions (float64), against dense rows and by a sparse support's columns; and the CSR copy
+    of sparse dense rows."""
     rng = np.random.default_rng(0)
     spec = KernelSpec("rbf", gamma=0.1)
     support = rng.random((300, FUSED_MAX_FEATURES + 1))
@@ -81,6 +82,9 @@ def _float32_products() -> None:
         kernel_product(candidates, right, spec, np.ones(300), precision=np.float32)
     for dtype in (np.float32, np.float64):
         sparse_times_dense(sp.csr_matrix(support[:20], dtype=dtype), support.T.astype(dtype))
+        rows, by_column = sp.csr_matrix(support[:20], dtype=dtype), sp.csr_matrix(support.T, dtype=dtype)
+        csr_times_columns(rows.indptr, rows.indices, rows.data, by_column.indptr, by_column.indices, by_column.data,
+                          np.empty((20, 300), dtype=dtype))
         sparse_layout(np.eye(SPARSE_MIN_FEATURES, dtype=dtype))  # dense one-hot rows read as CSR
 
 
