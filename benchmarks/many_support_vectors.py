@@ -1,6 +1,7 @@
 """Many support vectors: noisy, overlapping classes, where a large share of the rows lie near the margin.
 
-150,000 points, standardized, 120,000 training rows and 30,000 test rows (a random split), from one of:
+150,000 points, standardized, 120,000 training rows and 30,000 test rows (a random split; ``text``: 75,000
+documents, 60,000 and 15,000), from one of:
 
 - ``--data moons`` (the default): scikit-learn's ``make_moons`` with noise 0.25, two features.  The Bayes rate is
   near 94.4% and about a third of the rows are support vectors.  SVC's gamma is 0.5 and C = 1 or 4 (a 3-fold
@@ -12,6 +13,9 @@
 - ``--data imbalanced``: ``make_classification`` with ten features (eight informative), 3% positives and 2% of
   the labels flipped: L1-SVC keeps a few thousand support vectors, the L2-SVM about 40% of the rows.  SVC's
   defaults: C = 1, gamma 1/10.
+- ``--data text``: 75,000 synthetic documents of 40 words from a 5,000-word vocabulary (a shared Dirichlet
+  word distribution mixed 4:1 with one of two class topics; 40% positives, 3% of the labels flipped), tf-idf rows
+  in CSR (38 nonzeros a row): half the rows are support vectors of the L2-SVM.  C = 1, gamma 1 (unit rows).
 
 Per C, each in a fresh process after a warm-up fit (compiled code loaded), as in ``compare.py``: ``CoreSVC`` with
 its defaults at SVC's C (no selection: the point is this C), sklearnex ``SVC``, scikit-learn ``SVC`` on all rows
@@ -25,6 +29,7 @@ library versions.
     python benchmarks/many_support_vectors.py --C 1 --no-sklearn
     python benchmarks/many_support_vectors.py --data classification --C 1 --no-sklearn
     python benchmarks/many_support_vectors.py --data imbalanced --no-sklearn
+    python benchmarks/many_support_vectors.py --data text --no-sklearn
 """
 
 from __future__ import annotations
@@ -49,7 +54,30 @@ FRACTIONS = (0.1, 0.25)
 # per --data: its title, gamma and default C values
 DATA = {"moons": ("make_moons (noise 0.25)", 0.5, "1,4"),
         "classification": ("make_classification (6 features, 15% of labels flipped)", 1.0 / 6.0, "1"),
-        "imbalanced": ("make_classification (10 features, 3% positives, 2% of labels flipped)", 0.1, "1")}
+        "imbalanced": ("make_classification (10 features, 3% positives, 2% of labels flipped)", 0.1, "1"),
+        "text": ("synthetic tf-idf documents (5,000 words, CSR)", 1.0, "1")}
+TEXT_DOCUMENTS, TEXT_WORDS, TEXT_VOCABULARY = 75_000, 40, 5_000
+
+
+def synthetic_documents(seed: int):
+    """``(X, y)``: :data:`TEXT_DOCUMENTS` bags of :data:`TEXT_WORDS` words, each drawn from a shared Dirichlet word
+    distribution mixed 4:1 with its class's topic (40% positives, 3% of the labels then flipped), as L2-normalized
+    tf-idf rows in CSR."""
+    from scipy import sparse
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    rng = np.random.RandomState(seed)
+    shared = rng.dirichlet(np.full(TEXT_VOCABULARY, 0.05))
+    topics = [0.8 * shared + 0.2 * rng.dirichlet(np.full(TEXT_VOCABULARY, 0.05)) for _ in range(2)]
+    y = (rng.rand(TEXT_DOCUMENTS) < 0.4).astype(int)
+    words = np.empty((TEXT_DOCUMENTS, TEXT_WORDS), dtype=np.int64)
+    for label in (0, 1):
+        members = np.flatnonzero(y == label)
+        words[members] = rng.choice(TEXT_VOCABULARY, size=(len(members), TEXT_WORDS), p=topics[label])
+    rows = np.repeat(np.arange(TEXT_DOCUMENTS), TEXT_WORDS)
+    counts = sparse.csr_matrix((np.ones(rows.size), (rows, words.ravel())), shape=(TEXT_DOCUMENTS, TEXT_VOCABULARY))
+    y = np.where(rng.rand(TEXT_DOCUMENTS) < 0.03, 1 - y, y)
+    return TfidfTransformer().fit_transform(counts).tocsr(), y
 
 
 def load(data: str) -> list[np.ndarray]:
@@ -59,6 +87,11 @@ def load(data: str) -> list[np.ndarray]:
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
+    if data == "text":  # already scaled (unit rows)
+        X, y = synthetic_documents(compare.SEED)
+        X_train, X_test, y_train, y_test = train_test_split(X, y.astype(np.float64), test_size=TEST_SHARE,
+                                                            random_state=compare.SEED)
+        return [X_train, y_train, X_test, y_test]
     if data == "moons":
         X, y = make_moons(N_POINTS, noise=0.25, random_state=compare.SEED)
     elif data == "classification":
