@@ -64,7 +64,14 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels import apply_kernel_to_dots, kernel_product, rbf_factorizable, row_to_dense, single_threaded_blas
+from ..kernels import (
+    apply_kernel_to_dots,
+    csr_times_columns,
+    kernel_product,
+    rbf_factorizable,
+    row_to_dense,
+    single_threaded_blas,
+)
 from ..problem import extended_column, extended_row
 from .core_set import compact_gram_in_place, select_second_vertex
 from .engine import (
@@ -983,12 +990,7 @@ class _ColumnMaker:
 @njit(cache=True)
 def _sparse_column_dots(data, indices, indptr, csc_data, csc_indices, csc_indptr, v, out):
     """``out = X @ x_v`` for CSR ``X`` (with its CSC copy): the columns of x_v's nonzero features."""
-    out[:] = 0.0
-    for p in range(indptr[v], indptr[v + 1]):
-        feature = indices[p]
-        value = data[p]
-        for q in range(csc_indptr[feature], csc_indptr[feature + 1]):
-            out[csc_indices[q]] += value * csc_data[q]
+    csr_times_columns(indptr[v:v + 2], indices, data, csc_indptr, csc_indices, csc_data, out.reshape((1, out.shape[0])))
 
 
 @njit(cache=True)
