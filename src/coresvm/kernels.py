@@ -567,8 +567,9 @@ def columns_if_sparse_enough(A, B, dtype: type) -> tuple | None:
     if not (sp.issparse(A) and sp.issparse(B)) or B.nnz == 0 or A.shape[0] == 0:
         return None
     A, B = A.tocsr(), B.tocsr()
-    in_b = np.bincount(B.indices, minlength=B.shape[1])
-    pairs_per_row = float(in_b[A.indices].sum()) / A.shape[0]
+    # per feature, its nonzeros in A times those in B: O(features) memory (A is often every training row)
+    in_a = np.bincount(A.indices, minlength=A.shape[1]).astype(np.float64)
+    pairs_per_row = float(in_a @ np.bincount(B.indices, minlength=B.shape[1])) / A.shape[0]
     if pairs_per_row > BY_COLUMNS_MAX_SHARE * B.nnz:
         return None
     by_column = sp.csr_matrix(B.T.astype(dtype, copy=False))
