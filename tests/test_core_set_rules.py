@@ -151,6 +151,8 @@ def test_cache_budgets_fixed_and_auto(monkeypatch):
     assert cache_module.available_memory_bytes() > 0
     monkeypatch.setattr(cache_module, "available_memory_bytes", lambda: 8 * 2**30)
     assert cache_module.cache_budgets("auto") == (200 * 2**20, 4 * 2**30)  # half of the available memory
+    assert cache_module.cache_budgets("auto", 4) == (200 * 2**20, 2**30)  # ... shared by four core sets
+    assert cache_module.cache_budgets(50, 4) == (50 * 2**20, 50 * 2**20)  # a given size is each one's
     monkeypatch.setattr(cache_module, "available_memory_bytes", lambda: 2**20)
     assert cache_module.cache_budgets("auto") == (200 * 2**20, 200 * 2**20)  # never below the kernel budget
 

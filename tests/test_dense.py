@@ -344,14 +344,14 @@ def test_default_n_jobs_trains_many_large_pairs_side_by_side(digits, monkeypatch
 
 
 def test_concurrent_sub_problems_share_the_auto_core_set_budget(monkeypatch):
-    import coresvm.svc_options as options_module
+    import coresvm.cache as cache_module
 
-    monkeypatch.setattr(options_module, "cache_budgets", lambda cache_size: (200 * 2**20, 8 * 2**30))
+    monkeypatch.setattr(cache_module, "available_memory_bytes", lambda: 16 * 2**30)
     alone = CoreSVC().solver_options(10_000, 0, np.inf)
     shared = CoreSVC().solver_options(10_000, 0, np.inf, concurrent=2)
     assert alone.memory.core_set_bytes == 8 * 2**30 and shared.memory.core_set_bytes == 4 * 2**30
     fixed = CoreSVC(cache_size=500).solver_options(10_000, 0, np.inf, concurrent=2)  # a budget given: kept
-    assert fixed.memory.core_set_bytes == 8 * 2**30
+    assert fixed.memory.core_set_bytes == 500 * 2**20
 
 
 def test_vectorized_exp_matches_numpy():

@@ -106,10 +106,13 @@ def address_space_headroom(status_file: str = "/proc/self/status") -> int | None
     return max(limit - used, 0)
 
 
-def cache_budgets(cache_size: float | str) -> tuple[int, int]:
-    """``(kernel cache bytes, core-set Gram bytes)`` for an estimator's ``cache_size`` (MB or 'auto')."""
+def cache_budgets(cache_size: float | str, sharers: int = 1) -> tuple[int, int]:
+    """``(kernel cache bytes, core-set Gram bytes)`` for an estimator's ``cache_size`` (MB or 'auto'); with 'auto',
+    ``sharers`` core sets solved at the same time divide the share of the available memory (a given size is each
+    one's)."""
     if isinstance(cache_size, str):  # 'auto'
-        return AUTO_CACHE_BYTES, max(AUTO_CACHE_BYTES, int(AUTO_CORE_SET_SHARE * available_memory_bytes()))
+        share = AUTO_CORE_SET_SHARE * available_memory_bytes() / max(1, sharers)
+        return AUTO_CACHE_BYTES, max(AUTO_CACHE_BYTES, int(share))
     budget = int(cache_size * 2**20)
     return budget, budget
 

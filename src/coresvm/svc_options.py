@@ -152,9 +152,8 @@ class SVCParameters:
         full = self.search == "full" or (self.search == "auto" and n_points <= AUTO_FULL_SEARCH_MAX_POINTS)
         method = METHODS[self.solver]
         core_set, ball = method.family == CORE_SET, method.family == BALL
-        cache_bytes, core_set_bytes = cache_budgets(self.cache_size)  # 'auto' reads the available memory once
-        if self.cache_size == "auto":
-            core_set_bytes = max(cache_bytes, core_set_bytes // max(1, concurrent))
+        # 'auto' reads the available memory once, shared by the concurrent sub-problems
+        cache_bytes, core_set_bytes = cache_budgets(self.cache_size, concurrent)
         return SolverOptions(
             memory=MemoryOptions(cache_bytes=cache_bytes, core_set_bytes=core_set_bytes),
             step=StepOptions(step_rule=method.step_rule if method.family == ENGINE else "mdm",
