@@ -601,5 +601,13 @@ def test_sparse_products_by_columns_where_rows_share_few_features(monkeypatch):
     np.testing.assert_allclose(kernel_product(A, B, spec, coef, precision=np.float32), expected, atol=1e-4)
     assert len(calls) >= 4  # two products, and the blocks of both kernel sums
     dense_ish = sp.random(300, 20, density=0.5, format="csr", random_state=rng)
-    assert columns_if_sparse_enough(dense_ish, sp.random(500, 20, density=0.5, format="csr"), np.float32) is None
+    support = sp.random(500, 20, density=0.5, format="csr", random_state=rng)
+    assert columns_if_sparse_enough(dense_ish, support, np.float32) is None
     assert columns_if_sparse_enough(A, B.toarray(), np.float32) is None  # a dense B: rows against it
+    # rows sharing most features: each block of sparse rows made dense, the products in the support's row order
+    calls.clear()
+    expected = rbf_kernel(dense_ish.toarray(), support.toarray(), gamma=0.5) @ coef
+    np.testing.assert_allclose(kernel_product(dense_ish, support, spec, coef), expected, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(kernel_product(dense_ish, support, spec, coef, precision=np.float32), expected,
+                               atol=1e-4)
+    assert not calls
