@@ -1,12 +1,16 @@
 """Kernel rows computed per step instead of a stored Gram (few-feature binary RBF problems, large core sets)."""
 
+import threading
+
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import rbf_kernel
 
+import coresvm.kernels as kernels_module
 import coresvm.solvers.core_set as core_set_module
-from coresvm.kernels import FUSED_MAX_FEATURES, KernelSpec
+from coresvm.kernels import FUSED_MAX_FEATURES, KernelSpec, limit_kernel_threads, parallel_loop_threads
 from coresvm.problem import SimplexProblem
 from coresvm.solvers.core_set import (
     NO_LINEAR_TERM,
@@ -82,7 +86,8 @@ def test_computed_gradient_is_q_times_the_weights():
 
 
 def test_pairwise_steps_on_computed_rows_take_the_stored_grams_steps():
-    """The same entries stored or computed: the same steps, bit for bit."""
+    """The same entries stored or computed, on one thread or shared among two or three: the same steps, bit for
+    bit."""
     X, y = noisy_xor(500, 2)
     problem = SimplexProblem(X, y, np.full(500, 100.0), KernelSpec("rbf", 2.0))
     core = computed_core(problem, np.arange(500), np.full(500, 1 / 500))
@@ -90,15 +95,57 @@ def test_pairwise_steps_on_computed_rows_take_the_stored_grams_steps():
     for i in range(500):
         kernel_row(core.computed_rows, core.diag, i, 500, stored[i])
     results = []
-    for gram, rows in ((stored, ROWS_STORED), (stored[:0], core.computed_rows)):
+    for gram, rows, row_threads in ((stored, ROWS_STORED, 1), (stored[:0], core.computed_rows, 1),
+                                    (stored[:0], core.computed_rows, 2), (stored[:0], core.computed_rows, 3)):
         alpha = np.full(500, 1 / 500)
         G = stored.astype(np.float64) @ alpha + alpha * (core.diag[:500] - np.diagonal(stored))
         steps, gap = inner_solve(gram, alpha, G, core.diag, 500, 0.0, SECOND_IMDM, 0.0, 1.0, 1e-4, 20_000, np.inf,
-                                 np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, rows)
+                                 np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, rows, row_threads)
         results.append((steps, gap, alpha, G))
-    assert results[0][0] == results[1][0] > 100
-    for stored_value, computed_value in zip(results[0][1:], results[1][1:], strict=True):
-        np.testing.assert_array_equal(stored_value, computed_value)
+    assert results[0][0] > 100
+    for other in results[1:]:
+        assert other[0] == results[0][0]
+        for stored_value, computed_value in zip(results[0][1:], other[1:], strict=True):
+            np.testing.assert_array_equal(stored_value, computed_value)
+
+
+def test_parallel_rows_take_this_threads_limit_and_need_tbb(monkeypatch):
+    assert 1 <= parallel_loop_threads() <= numba.get_num_threads()
+    with limit_kernel_threads(1):  # a parallel one-vs-one worker's
+        assert parallel_loop_threads() == 1
+    monkeypatch.setattr(kernels_module, "_tbb_threading_layer", lambda: False)
+    assert parallel_loop_threads() == 1
+
+
+def test_two_solves_with_rows_shared_among_threads_run_at_once():
+    """Parallel one-vs-one fits and user threads may run parallel steps at the same time (TBB's layer allows it):
+    each takes the steps it takes alone."""
+    if parallel_loop_threads() < 2:
+        pytest.skip("parallel steps need two threads and Numba's TBB threading layer")
+    X, y = noisy_xor(3000, 4)
+    problem = SimplexProblem(X, y, np.full(3000, 10.0), KernelSpec("rbf", 1.0))
+    core = computed_core(problem, np.arange(3000), np.full(3000, 1 / 3000))
+    start_G = core.G[:3000].copy()
+
+    def solve(row_threads: int, out: list) -> None:
+        alpha, G = np.full(3000, 1 / 3000), start_G.copy()
+        steps, _ = inner_solve(np.zeros((0, 0), dtype=np.float32), alpha, G, core.diag, 3000, 0.0, SECOND_IMDM, 0.0,
+                               1.0, 1e-5, 30_000, np.inf, np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0,
+                               core.computed_rows, row_threads)
+        out.append((steps, alpha))
+
+    alone: list = []
+    solve(1, alone)
+    together: list = []
+    threads = [threading.Thread(target=solve, args=(2, together)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(together) == 2 and alone[0][0] > 1000
+    for steps, alpha in together:
+        assert steps == alone[0][0]
+        np.testing.assert_array_equal(alpha, alone[0][1])
 
 
 def test_compaction_and_growth_carry_the_computed_rows_features():

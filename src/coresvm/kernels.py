@@ -16,8 +16,10 @@ Two evaluation paths share one definition of each kernel:
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -193,24 +195,26 @@ def weighted_sums(block, coef: np.ndarray, transposed: bool = False) -> np.ndarr
 
 
 @njit(cache=True, nogil=True, inline="always")
-def rbf_row_values(a, B_t, gamma, work):
-    """``work[j] = exp(-gamma |a - B_j|^2)`` for the float32 point ``a`` (d) and the first ``len(work)`` columns of
-    ``B_t`` (d x m: the points ``B`` transposed), in float32; the direct form: no exponent range to guard.  A pass
-    per feature, the last one also scaling by ``-gamma`` (a pass of its own took 5% more time with two features),
-    then the exponential's."""
+def rbf_row_values(a, B_t, gamma, work, start=0):
+    """``work[j] = exp(-gamma |a - B_{start + j}|^2)`` for the float32 point ``a`` (d) and ``len(work)`` columns of
+    ``B_t`` (d x m: the points ``B`` transposed) from ``start``, in float32; the direct form: no exponent range to
+    guard.  A pass per feature, the last one also scaling by ``-gamma`` (a pass of its own took 5% more time with two
+    features), then the exponential's.  The columns are sliced here, not by the caller: Numba types a 2-D slice as
+    non-contiguous, and its loops then do not vectorize."""
     minus_gamma = np.float32(-gamma)
     last = a.shape[0] - 1
-    first, a0 = B_t[0], a[0]
+    stop = start + work.shape[0]
+    first, a0 = B_t[0, start:stop], a[0]
     for j in range(work.shape[0]):
         diff = a0 - first[j]
         work[j] = diff * diff if last else minus_gamma * (diff * diff)
     for k in range(1, last):
-        a_k, row = a[k], B_t[k]
+        a_k, row = a[k], B_t[k, start:stop]
         for j in range(work.shape[0]):
             diff = a_k - row[j]
             work[j] += diff * diff
     if last:
-        a_k, row = a[last], B_t[last]
+        a_k, row = a[last], B_t[last, start:stop]
         for j in range(work.shape[0]):
             diff = a_k - row[j]
             work[j] = minus_gamma * (work[j] + diff * diff)
@@ -810,6 +814,45 @@ def default_kernel_threads() -> int:
     not each start a pool of ``cpu_count`` threads.
     """
     return getattr(_THREAD_SETTINGS, "n_threads", None) or process_kernel_threads()
+
+
+def parallel_loop_threads() -> int:
+    """Threads a solver's Numba parallel loop may use on this thread: Numba's count for it (which
+    :func:`limit_kernel_threads` sets), or 1 unless Numba runs its parallel loops on TBB.
+
+    Only TBB's threading layer runs parallel loops safely from several threads at once and in forked children:
+    the workqueue layer aborts the process when two threads run one at once, and GNU OpenMP's aborts a child forked
+    after one ran (Numba's threading-layer documentation).  ``tbb`` is a dependency where PyPI has it."""
+    return numba.get_num_threads() if _tbb_threading_layer() else 1
+
+
+# TBB's library as Numba loads it by name, and where the tbb wheel puts it in this environment: in a virtual
+# environment that is not on the interpreter's library path, and Numba then fell back to OpenMP.
+_TBB_LIBRARY = {"win32": "tbb12.dll", "darwin": "libtbb.12.dylib"}.get(sys.platform, "libtbb.so.12")
+_TBB_PLACES = ("", os.path.join(sys.prefix, "lib"), os.path.join(sys.prefix, "Library", "bin"))
+
+
+@functools.cache
+def _tbb_threading_layer() -> bool:
+    """Whether Numba's threading layer is TBB.  The library is loaded first (a library loaded by its path serves
+    later loads by its name), and the layer only when it was found, so that no other layer starts in a process that
+    may fork."""
+    for place in _TBB_PLACES:
+        try:
+            ctypes.CDLL(os.path.join(place, _TBB_LIBRARY) if place else _TBB_LIBRARY)
+            break
+        except OSError:
+            continue
+    else:
+        return False
+    _one_parallel_step(np.zeros(1))
+    return numba.threading_layer() == "tbb"
+
+
+@njit(parallel=True, cache=True)
+def _one_parallel_step(values):
+    for i in numba.prange(values.shape[0]):
+        values[i] += 1.0
 
 
 @contextmanager

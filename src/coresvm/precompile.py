@@ -23,7 +23,14 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels import FUSED_MAX_FEATURES, KernelSpec, csr_times_columns, kernel_product, sparse_times_dense
+from .kernels import (
+    FUSED_MAX_FEATURES,
+    KernelSpec,
+    csr_times_columns,
+    kernel_product,
+    parallel_loop_threads,
+    sparse_times_dense,
+)
 from .problem import SPARSE_MIN_FEATURES, SimplexProblem, sparse_layout
 from .solvers.active_face import CHOLESKY_MAX_FACE, newton_step
 from .solvers.core_set import CoreSetState, append_points
@@ -98,6 +105,7 @@ def _computed_rows() -> None:
     append_points(problem, core, np.arange(100), np.full(100, 0.01))
     core.compute_rows_from(problem)
     append_points(problem, core, np.arange(100, 200), np.zeros(100))
+    parallel_loop_threads()  # loads the threading layer the parallel steps of large computed-row core sets run on
 
 
 def precompile(verbose: bool = False) -> float:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, prange
 from scipy.stats import beta as beta_distribution
 
 from ..cache import address_space_is_lazy, lazy_zeros
@@ -38,6 +38,7 @@ from ..kernels import (
     dense_copy_fits,
     exp_in_place,
     kernel_product,
+    parallel_loop_threads,
     product_block_rows,
     rbf_factor_limit,
     rbf_factorizable,
@@ -343,9 +344,103 @@ def kernel_row(computed_rows, diag_w, i, n_w, out):
     return row
 
 
+# Computed rows are computed on every Numba thread from this many core points (and one thread per this many): a
+# parallel region costs ~5 us, while a row and its pass take ~0.6 ns per point and feature.
+PARALLEL_ROWS_MIN_POINTS = 8192
+
+
+@njit(cache=True, nogil=True)
+def _row_part(computed_rows, x_i, diag_w, i, start, stop, out):
+    """``out[:] = Q[i, start:stop]`` (:func:`kernel_row`'s entries) for the point ``x_i``."""
+    features_t, signs, gamma, bias = computed_rows
+    rbf_row_values(x_i, features_t, gamma, out, start)
+    bias_32, sign_i, part_signs = np.float32(bias), signs[i], signs[start:stop]
+    for t in range(stop - start):
+        out[t] = (out[t] + bias_32) * sign_i * part_signs[t]
+    if start <= i < stop:
+        out[i - start] = diag_w[i]
+
+
+@njit(cache=True, nogil=True)
+def _toward_row_part(computed_rows, x_i, diag_w, alpha, G, i, best, start, stop, row, values, blocks):
+    """:func:`parallel_toward_row` on the core points ``[start, stop)`` (``start`` a multiple of EXTREME_BLOCK).  Arrays
+    are sliced here and indexed from zero: loops over ``range(start, stop)`` in a parallel region did not vectorize."""
+    part = row[start:stop]
+    _row_part(computed_rows, x_i, diag_w, i, start, stop, part)
+    imdm_values(part, alpha[start:stop], G[start:stop], diag_w[start:stop], stop - start, 0.0, diag_w[i], best,
+                values[start:stop])
+    block_maxima(values[start:stop], stop - start, 1.0, 0.0, blocks[start // EXTREME_BLOCK:])
+
+
+@njit(cache=True, nogil=True)
+def _pair_update_part(computed_rows, x_j, diag_w, G, j, step, start, stop, rows, blocks):
+    """:func:`parallel_pair_update` on the core points ``[start, stop)`` (as :func:`_toward_row_part`): row ``j``,
+    ``G += step (row_i - row_j)`` and each block's largest ``-G``."""
+    row_i, row_j, g = rows[0, start:stop], rows[1, start:stop], G[start:stop]
+    _row_part(computed_rows, x_j, diag_w, j, start, stop, row_j)
+    first_block = start // EXTREME_BLOCK
+    full = (stop - start) // EXTREME_BLOCK
+    for b in range(full):  # each block's minimum while it is in L1, as _update_gradient_blocked
+        offset = b * EXTREME_BLOCK
+        _update_range(g, row_i, row_j, 1.0, step, -step, offset, offset + EXTREME_BLOCK)
+        blocks[first_block + b] = -_block_min(g, offset, np.inf)
+    if full * EXTREME_BLOCK < stop - start:
+        _update_range(g, row_i, row_j, 1.0, step, -step, full * EXTREME_BLOCK, stop - start)
+        blocks[first_block + full] = _tail_max(g, full * EXTREME_BLOCK, stop - start, -1.0, -np.inf)
+
+
+@njit(inline="always", cache=True)
+def _part_size(n_w, n_parts):
+    """Points per thread: an equal share, rounded up to whole blocks of EXTREME_BLOCK."""
+    return ((n_w + n_parts - 1) // n_parts + EXTREME_BLOCK - 1) // EXTREME_BLOCK * EXTREME_BLOCK
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _toward_row_parts(computed_rows, x_i, diag_w, alpha, G, i, best, n_w, n_parts, row, values, blocks):
+    size = _part_size(n_w, n_parts)
+    for part in prange(n_parts):
+        start, stop = part * size, min(n_w, part * size + size)
+        if start < stop:
+            _toward_row_part(computed_rows, x_i, diag_w, alpha, G, i, best, start, stop, row, values, blocks)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _pair_update_parts(computed_rows, x_j, diag_w, G, j, step, n_w, n_parts, rows, blocks):
+    size = _part_size(n_w, n_parts)
+    for part in prange(n_parts):
+        start, stop = part * size, min(n_w, part * size + size)
+        if start < stop:
+            _pair_update_part(computed_rows, x_j, diag_w, G, j, step, start, stop, rows, blocks)
+
+
+@njit(cache=True, nogil=True)
+def parallel_toward_row(computed_rows, diag_w, alpha, G, i, best, n_w, n_parts, row, values, blocks):
+    """Row ``i`` of ``Q`` into ``row`` and the toward vertex ``i``'s IMDM partner (:func:`select_second_vertex`'s
+    choice, -1: none; the L2-SVM, ``lam = 0``), on ``n_parts`` threads, each on its share of the core set.
+    ``values``: work space of ``n_w``, ``blocks`` of ``n_w / EXTREME_BLOCK + 1``."""
+    _toward_row_parts(computed_rows, computed_rows[0][:, i].copy(), diag_w, alpha, G, i, best, n_w, n_parts, row,
+                      values, blocks)
+    block, largest = _best_block(blocks, (n_w + EXTREME_BLOCK - 1) // EXTREME_BLOCK, 0.0)
+    return _first_equal(values, n_w, 1.0, block, largest)
+
+
+@njit(cache=True, nogil=True)
+def parallel_pair_update(computed_rows, diag_w, G, i, j, step, n_w, n_parts, rows, blocks):
+    """The pairwise step's ``G += step (Q_i - Q_j)``, with ``Q_i`` in ``rows[0]`` (:func:`parallel_toward_row`) and
+    row ``j`` computed into ``rows[1]`` on ``n_parts`` threads; returns the next toward vertex and its score as
+    :func:`_update_gradient` does (-2: no partner)."""
+    _pair_update_parts(computed_rows, computed_rows[0][:, j].copy(), diag_w, G, j, step, n_w, n_parts, rows, blocks)
+    if _diagonal_in_float64(G, rows[0], rows[1], diag_w, i, j, step, -step):
+        for t in (i, j):  # their blocks' minima again, as _update_gradient_blocked
+            start = t // EXTREME_BLOCK * EXTREME_BLOCK
+            blocks[t // EXTREME_BLOCK] = _tail_max(G, start, min(start + EXTREME_BLOCK, n_w), -1.0, -np.inf)
+    block, largest = _best_block(blocks, (n_w + EXTREME_BLOCK - 1) // EXTREME_BLOCK, -np.inf)
+    return max(_first_equal(G, n_w, -1.0, block, largest), 0), -largest, -2
+
+
 @njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
 def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left, inv_c,
-                stop_rule, lin, const, eps, computed_rows):
+                stop_rule, lin, const, eps, computed_rows, row_threads=1):
     """Pairwise steps on the core set until its stopping rule holds (or ``max_steps`` steps, or ``time_left``
     seconds).  ``Q``'s rows are read from the Gram ``Kw``, or with ``computed_rows`` other than
     :data:`ROWS_STORED` computed per step (:func:`kernel_row`; ``Kw`` is then only a dtype).
@@ -378,9 +473,12 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     # Short core sets with MDM: the passes over the core set that find the toward vertex also find the partner
     # (a separate search pass cost AESVM's ~35-point CheckPoints 40% of their time); -2: not known, search.
     fused_mdm = second_rule == SECOND_MDM and n_w <= PLAIN_SCAN_MAX
-    n2, D, p_i, best, lin_a, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, lin, coverage, fused_mdm)
     stored = computed_rows[0].shape[0] == 0
     buffers = Kw[:0] if stored else np.empty((2, n_w), dtype=Kw.dtype)
+    # Computed rows of the L2-SVM with IMDM: each row and its pass on row_threads threads (parallel_toward_row)
+    n_parts = row_threads if not stored and not coverage and lam == 0.0 and second_rule == SECOND_IMDM else 1
+    blocks = np.empty(n_w // EXTREME_BLOCK + 1 if n_parts > 1 else 0)
+    n2, D, p_i, best, lin_a, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, lin, coverage, fused_mdm)
     while True:
         if steps % 1024 == 1023:
             n2, D, p_i, best, lin_a, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, lin, coverage, fused_mdm)
@@ -403,11 +501,15 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             if gap <= tol or steps >= max_steps:
                 break
         Q_ii = diag_w[p_i]
-        row_i = Kw[p_i] if stored else kernel_row(computed_rows, diag_w, p_i, n_w, buffers[0])
-        if partner == -2:
-            p_j = select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values)
+        if n_parts > 1:
+            row_i = buffers[0]
+            p_j = parallel_toward_row(computed_rows, diag_w, alpha, G, p_i, best, n_w, n_parts, row_i, values, blocks)
         else:
-            p_j = partner
+            row_i = Kw[p_i] if stored else kernel_row(computed_rows, diag_w, p_i, n_w, buffers[0])
+            if partner == -2:
+                p_j = select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_rule, gmdm_k, values)
+            else:
+                p_j = partner
         if p_j < 0 and coverage:
             break  # every active point has the least G: a is optimal (and the toward step knows no lin)
         if p_j < 0:
@@ -422,7 +524,6 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             next_i, best, partner = _update_gradient(G, row_i, row_i, p_i, p_i, 1.0 - step, step, 0.0, diag_w, n_w,
                                                      lam, alpha, fused_mdm)
         else:
-            row_j = Kw[p_j] if stored else kernel_row(computed_rows, diag_w, p_j, n_w, buffers[1])
             derivative, curvature = pairwise_direction(G[p_i], G[p_j], Q_ii, diag_w[p_j], row_i[p_j], lam)
             a_j = alpha[p_j]
             step = clipped_step(derivative, curvature, a_j, eta)
@@ -434,8 +535,13 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             D += step * (Q_ii - diag_w[p_j])
             alpha[p_i] += step
             alpha[p_j] = 0.0 if step >= a_j else a_j - step
-            next_i, best, partner = _update_gradient(G, row_i, row_j, p_i, p_j, 1.0, step, -step, diag_w, n_w, lam,
-                                                     alpha, fused_mdm)
+            if n_parts > 1:
+                next_i, best, partner = parallel_pair_update(computed_rows, diag_w, G, p_i, p_j, step, n_w, n_parts,
+                                                             buffers, blocks)
+            else:
+                row_j = Kw[p_j] if stored else kernel_row(computed_rows, diag_w, p_j, n_w, buffers[1])
+                next_i, best, partner = _update_gradient(G, row_i, row_j, p_i, p_j, 1.0, step, -step, diag_w, n_w,
+                                                         lam, alpha, fused_mdm)
         p_i = next_i
         steps += 1
     return steps, gap
@@ -1340,10 +1446,12 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     (every core point within ``tol`` of the margin), which also measures the Newton steps' rate."""
     gap_weights = core.inv_c[:0] if strict_margin else duality_gap_weights(core.inv_c, float(options.tol), lam)
 
+    row_threads = max(1, min(parallel_loop_threads(), n // PARALLEL_ROWS_MIN_POINTS)) if core.rows_computed else 1
+
     def pairwise_solve(tol_: float, max_steps_: int, time_left_: float) -> tuple[int, float]:
         return inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule, float(options.gmdm_k),
                            float(options.eta), tol_, max_steps_, time_left_, gap_weights, STOP_RELATIVE_GAP,
-                           NO_LINEAR_TERM, 0.0, 0.0, core.computed_rows)
+                           NO_LINEAR_TERM, 0.0, 0.0, core.computed_rows, row_threads)
 
     if lam != 0.0 or core.rows_computed:  # Newton steps need the Gram
         return pairwise_solve(tol, max_steps, time_left)
