@@ -344,8 +344,9 @@ def kernel_row(computed_rows, diag_w, i, n_w, out):
     return row
 
 
-# Computed rows are computed on every Numba thread from this many core points (and one thread per this many): a
-# parallel region costs ~5 us, while a row and its pass take ~0.6 ns per point and feature.
+# Computed rows are split among the Numba threads from this many core points per thread.  A step then runs two
+# parallel regions of ~5 us each (TBB, 2 cores), while one thread's share of it takes more: a row of 20,000 points
+# and two features took 10 us on one thread, the passes over the core set as much again.
 PARALLEL_ROWS_MIN_POINTS = 8192
 
 
@@ -461,8 +462,9 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     finds the next toward vertex (except on core sets over :data:`PLAIN_SCAN_MAX` points with ``lam != 0``,
     where a scan follows it); up to that size with MDM the pass finds the next partner too, so a step is one
     pass.  ``n2 = a'G``, ``D`` (and ``lin'a``) are updated in closed form (exact recomputation every 1024 steps
-    bounds the drift).  Returns (steps taken, the gap the rule tested: relative, or absolute for
-    :data:`STOP_COVERAGE`).
+    bounds the drift).  ``row_threads``: threads among which the L2-SVM's steps with IMDM split each computed row and
+    its passes (:func:`parallel_toward_row`, :func:`parallel_pair_update`: the same steps; 1: this thread alone).
+    Returns (steps taken, the gap the rule tested: relative, or absolute for :data:`STOP_COVERAGE`).
     """
     steps = 0
     gap = np.inf
