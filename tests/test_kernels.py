@@ -13,6 +13,8 @@ from coresvm.kernels import (
     KERNEL_CODES,
     KernelSpec,
     as_solver_data,
+    exp_in_place,
+    exp_weighted_sums,
     fused_rbf_sums,
     kernel_block,
     kernel_diagonal,
@@ -21,6 +23,7 @@ from coresvm.kernels import (
     sparse_exp_sums,
     sparse_times_dense,
     squared_norms,
+    weighted_sums,
 )
 from coresvm.problem import SimplexProblem, extended_column, extended_row
 
@@ -611,3 +614,16 @@ def test_sparse_products_by_columns_where_rows_share_few_features(monkeypatch):
     np.testing.assert_allclose(kernel_product(dense_ish, support, spec, coef, precision=np.float32), expected,
                                atol=1e-4)
     assert not calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("columns", [1, 3])
+def test_exp_weighted_sums_are_the_two_passes_numbers(dtype, columns):
+    """Row by row (float32, one coefficient column) or in two passes: the same sums, bit for bit."""
+    rng = np.random.default_rng(5)
+    exponents = (-3.0 * rng.random((70, 333))).astype(dtype)
+    coef = rng.standard_normal(333) if columns == 1 else rng.standard_normal((333, columns))
+    expected = weighted_sums(exp_in_place(exponents.copy()), coef)
+    got = exp_weighted_sums(exponents.copy(), coef)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_allclose(got, np.exp(exponents.astype(np.float64)) @ coef, rtol=1e-5)
