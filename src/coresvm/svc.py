@@ -83,8 +83,9 @@ from .warm_start import (
 # blocks are too small for BLAS or kernel_product threads to pay (pendigits one-vs-one: results/multiclass.md).
 ONE_THREAD_MAX_POINTS = 5000
 # With n_jobs=None, larger sub-problems also run side by side, one per thread, once there are at least this many per
-# thread: a core-set solve's pairwise steps run on one thread, so one sub-problem at a time left a core idle for
-# much of its time (the pairwise steps alone were a quarter).  Five classes (make_classification, 15 features,
+# thread: a core-set solve's pairwise steps run on one thread (on a stored Gram; computed rows are split among the
+# threads from 16,384 core points), so one sub-problem at a time left a core idle for much of its time (the pairwise
+# steps alone were a quarter).  Five classes (make_classification, 15 features,
 # 50,000 rows; ten pairs of 20,000 points, C = 4): 16.3-17.2 s one at a time, 12.1-12.9 s two at a time, the same
 # model; three classes (three pairs of 32,000 points) 9.4-10.0 s either way: the last pair runs alone.
 CONCURRENT_MIN_PROBLEMS_PER_THREAD = 2

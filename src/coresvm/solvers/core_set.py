@@ -334,13 +334,8 @@ def kernel_row(computed_rows, diag_w, i, n_w, out):
     stored Gram holds it.  ``computed_rows``: the core points' float32 features transposed (d x capacity), their
     labels (float32), gamma and the bias term.  The distances are taken directly, so ``Q`` is symmetric bit for
     bit."""
-    features_t, signs, gamma, bias = computed_rows
     row = out[:n_w]
-    rbf_row_values(features_t[:, i].copy(), features_t, gamma, row)
-    bias_32, sign_i = np.float32(bias), signs[i]
-    for t in range(n_w):
-        row[t] = (row[t] + bias_32) * sign_i * signs[t]
-    row[i] = diag_w[i]
+    _row_part(computed_rows, computed_rows[0][:, i].copy(), diag_w, i, 0, n_w, row)
     return row
 
 
@@ -377,17 +372,10 @@ def _toward_row_part(computed_rows, x_i, diag_w, alpha, G, i, best, start, stop,
 def _pair_update_part(computed_rows, x_j, diag_w, G, j, step, start, stop, rows, blocks):
     """:func:`parallel_pair_update` on the core points ``[start, stop)`` (as :func:`_toward_row_part`): row ``j``,
     ``G += step (row_i - row_j)`` and each block's largest ``-G``."""
-    row_i, row_j, g = rows[0, start:stop], rows[1, start:stop], G[start:stop]
+    row_i, row_j = rows[0, start:stop], rows[1, start:stop]
     _row_part(computed_rows, x_j, diag_w, j, start, stop, row_j)
-    first_block = start // EXTREME_BLOCK
-    full = (stop - start) // EXTREME_BLOCK
-    for b in range(full):  # each block's minimum while it is in L1, as _update_gradient_blocked
-        offset = b * EXTREME_BLOCK
-        _update_range(g, row_i, row_j, 1.0, step, -step, offset, offset + EXTREME_BLOCK)
-        blocks[first_block + b] = -_block_min(g, offset, np.inf)
-    if full * EXTREME_BLOCK < stop - start:
-        _update_range(g, row_i, row_j, 1.0, step, -step, full * EXTREME_BLOCK, stop - start)
-        blocks[first_block + full] = _tail_max(g, full * EXTREME_BLOCK, stop - start, -1.0, -np.inf)
+    _update_with_block_minima(G[start:stop], row_i, row_j, 1.0, step, -step, stop - start,
+                              blocks[start // EXTREME_BLOCK:])
 
 
 @njit(inline="always", cache=True)
@@ -643,8 +631,8 @@ def _update_gradient(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, l
 def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam):
     """:func:`_update_gradient` on a long core set: the update's pass (vectorized), with the L2-SVM's toward vertex
     (its score is ``G`` itself) found as ``first_largest(G, n_w, -1.0, -inf)`` finds it, each block's minimum
-    taken while the block is in L1 (a second pass over ``G`` made the update and search 8-14% slower); for
-    ``lam != 0`` a scan after the pass.  No partner (-2)."""
+    taken in the update's pass (:func:`_update_with_block_minima`); for ``lam != 0`` a scan after the pass.  No
+    partner (-2)."""
     if lam != 0.0:
         _update_range(G, row_i, row_j, keep, step_i, step_j, 0, n_w)
         _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j)
@@ -652,12 +640,7 @@ def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w
         return max(p_i, 0), best, -2
     full = n_w // EXTREME_BLOCK
     blocks = np.empty(full + 1)  # the largest -G of each block, as block_maxima(G, n_w, -1.0, -inf)
-    for b in range(full):
-        start = b * EXTREME_BLOCK
-        _update_range(G, row_i, row_j, keep, step_i, step_j, start, start + EXTREME_BLOCK)
-        blocks[b] = -_block_min(G, start, np.inf)
-    _update_range(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n_w)
-    blocks[full] = _tail_max(G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
+    n_blocks = _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n_w, blocks)
     if _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
         # G[i] and G[j] moved after their blocks' minima were taken: those two again (a test per block inside the
         # pass made ijcnn1's pairwise steps 15% slower)
@@ -665,8 +648,25 @@ def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w
             b = t // EXTREME_BLOCK
             blocks[b] = -_block_min(G, b * EXTREME_BLOCK, np.inf) if b < full else _tail_max(
                 G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
-    block, largest = _best_block(blocks, full + 1, -np.inf)
+    block, largest = _best_block(blocks, n_blocks, -np.inf)
     return max(_first_equal(G, n_w, -1.0, block, largest), 0), -largest, -2
+
+
+@njit(inline="always", cache=True)
+def _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n, blocks):
+    """``G[:n] = keep * G + step_i * row_i + step_j * row_j`` with each block's largest ``-G`` (as
+    ``block_maxima(G, n, -1.0, -inf, blocks)``) taken while the block is in L1 (a second pass over ``G`` made the
+    update and search 8-14% slower); returns the block count."""
+    full = n // EXTREME_BLOCK
+    for b in range(full):
+        start = b * EXTREME_BLOCK
+        _update_range(G, row_i, row_j, keep, step_i, step_j, start, start + EXTREME_BLOCK)
+        blocks[b] = -_block_min(G, start, np.inf)
+    if full * EXTREME_BLOCK == n:
+        return full
+    _update_range(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n)
+    blocks[full] = _tail_max(G, full * EXTREME_BLOCK, n, -1.0, -np.inf)
+    return full + 1
 
 
 @njit(inline="always", cache=True)
