@@ -579,6 +579,41 @@ def test_rbf_factor_limit_keeps_float32_exponents_finite():
     assert np.exp(np.float32(-rbf_factor_limit(np.float32))) > np.finfo(np.float32).tiny
 
 
+def test_frequent_features_of_products_by_columns_go_to_a_dense_block(monkeypatch):
+    """Sparse rows sharing few features, except a few frequent ones (text's common words): those features are
+    multiplied as a dense block, the rest by columns; the products are those of dense rows either way."""
+    import coresvm.kernels as kernels_module
+    from coresvm.kernels import DENSE_HEAD_MIN_PAIRS, columns_if_sparse_enough
+
+    rng = np.random.RandomState(0)
+    A = sp.random(300, 2000, density=0.005, format="lil", random_state=rng)
+    B = sp.random(700, 2000, density=0.005, format="lil", random_state=rng)
+    frequent = [3, 1500, 77]  # in about 60%, 40% and 25% of the rows
+    for M in (A, B):
+        for feature, share in zip(frequent, (0.6, 0.4, 0.25), strict=True):
+            rows = np.flatnonzero(rng.rand(M.shape[0]) < share)
+            M[rows, feature] = rng.rand(len(rows))
+    A, B = A.tocsr(), B.tocsr()
+    in_a, in_b = np.bincount(A.indices, minlength=2000), np.bincount(B.indices, minlength=2000)
+    expected_head = np.flatnonzero(in_a * in_b / (A.shape[0] * B.shape[0]) > DENSE_HEAD_MIN_PAIRS)
+    assert set(expected_head) == set(frequent)
+    for dtype in (np.float32, np.float64):
+        columns = columns_if_sparse_enough(A, B, dtype)
+        assert columns is not None and columns.head_t.shape == (3, 700)
+        np.testing.assert_array_equal(columns.slots[frequent], [0, 1, 2])  # the most frequent first
+        np.testing.assert_allclose(columns.products(A[20:150]), (A[20:150] @ B.T).toarray(), rtol=1e-5, atol=1e-7)
+    # room for the head's dense copy (700 x 3 values), not for a dense copy of A or B: kernel sums by columns
+    monkeypatch.setattr(kernels_module, "DENSE_OPERAND_BYTES", 700 * 8 * 8)
+    calls = []
+    head_columns = kernels_module.csr_selected_columns
+    monkeypatch.setattr(kernels_module, "csr_selected_columns", lambda *args: calls.append(1) or head_columns(*args))
+    spec = KernelSpec("rbf", gamma=0.5)
+    coef = rng.randn(700)
+    expected = rbf_kernel(A.toarray(), B.toarray(), gamma=0.5) @ coef
+    np.testing.assert_allclose(kernel_product(A, B, spec, coef, precision=np.float32), expected, atol=1e-4)
+    assert calls
+
+
 def test_sparse_products_by_columns_where_rows_share_few_features(monkeypatch):
     """Sparse rows that share few features (text: many features, few nonzeros a row) are multiplied by the right
     operand's columns: the same products and kernel sums as dense ones; rows that share most features are not."""

@@ -355,13 +355,36 @@ def csr_times_columns(indptr, indices, data, column_ptr, column_rows, column_val
     hold each feature, and their values): each nonzero of ``A`` adds its feature's column of ``B``, scaled, into
     its row of ``out``, so a product costs the pairs of nonzeros that share a feature."""
     for i in range(indptr.shape[0] - 1):
-        row = out[i]
-        row[:] = 0
+        out[i, :] = 0
+        _add_row_times_columns(indptr, indices, data, i, column_ptr, column_rows, column_values, out[i])
+
+
+@njit(cache=True, nogil=True)
+def add_csr_times_columns(indptr, indices, data, column_ptr, column_rows, column_values, out):
+    """``out += A @ B.T`` as :func:`csr_times_columns`."""
+    for i in range(indptr.shape[0] - 1):
+        _add_row_times_columns(indptr, indices, data, i, column_ptr, column_rows, column_values, out[i])
+
+
+@njit(inline="always")
+def _add_row_times_columns(indptr, indices, data, i, column_ptr, column_rows, column_values, row):
+    for p in range(indptr[i], indptr[i + 1]):
+        value = data[p]
+        feature = indices[p]
+        for q in range(column_ptr[feature], column_ptr[feature + 1]):
+            row[column_rows[q]] += value * column_values[q]
+
+
+@njit(cache=True, nogil=True)
+def csr_selected_columns(indptr, indices, data, slots, out):
+    """``out[i, slots[f]] = A[i, f]`` for the features ``f`` with ``slots[f] >= 0``, zeros elsewhere: a CSR
+    ``A``'s columns of a few features as a dense block."""
+    out[:] = 0
+    for i in range(indptr.shape[0] - 1):
         for p in range(indptr[i], indptr[i + 1]):
-            value = data[p]
-            feature = indices[p]
-            for q in range(column_ptr[feature], column_ptr[feature + 1]):
-                row[column_rows[q]] += value * column_values[q]
+            slot = slots[indices[p]]
+            if slot >= 0:
+                out[i, slot] = data[p]
 
 
 @njit(cache=True, nogil=True)
@@ -564,10 +587,7 @@ class RightOperand:
     def products(self, A_block) -> np.ndarray:
         """``A_block @ B.T`` as a dense array of the operand's dtype."""
         if self.columns is not None:
-            A_block = sp.csr_matrix(A_block).astype(self.dtype, copy=False)
-            out = np.empty((A_block.shape[0], self.B.shape[0]), dtype=self.dtype)
-            csr_times_columns(A_block.indptr, A_block.indices, A_block.data, *self.columns, out)
-            return out
+            return self.columns.products(A_block)
         if self.transposed is None:
             return inner_products(A_block, self.B, self.dtype)
         return sparse_times_dense(A_block.astype(self.dtype, copy=False), self.transposed)
@@ -582,20 +602,70 @@ class RightOperand:
         return sparse_times_dense(self.B.astype(self.dtype, copy=False), transposed_operand(A_block, self.dtype))
 
 
-def columns_if_sparse_enough(A, B, dtype: type) -> tuple | None:
-    """``B`` by its columns (``B.T`` in CSR: pointers, row indices, values) for :func:`csr_times_columns`, when ``A``
-    and ``B`` are sparse and a row of ``A`` shares few nonzeros with ``B``: on average (``A``'s features weighted by
-    how often they occur) fewer than :data:`BY_COLUMNS_MAX_SHARE` of ``B``'s nonzeros.  Else None."""
+def columns_if_sparse_enough(A, B, dtype: type) -> ColumnProducts | None:
+    """``B`` by its columns for products ``A_block @ B.T`` (:class:`ColumnProducts`), when ``A`` and ``B`` are
+    sparse and a row of ``A`` shares few nonzeros with ``B``: on average (``A``'s features weighted by how often
+    they occur) fewer than :data:`BY_COLUMNS_MAX_SHARE` of ``B``'s nonzeros.  Else None."""
     if not (sp.issparse(A) and sp.issparse(B)) or B.nnz == 0 or A.shape[0] == 0:
         return None
     A, B = A.tocsr(), B.tocsr()
     # per feature, its nonzeros in A times those in B: O(features) memory (A is often every training row)
     in_a = np.bincount(A.indices, minlength=A.shape[1]).astype(np.float64)
-    pairs_per_row = float(in_a @ np.bincount(B.indices, minlength=B.shape[1])) / A.shape[0]
-    if pairs_per_row > BY_COLUMNS_MAX_SHARE * B.nnz:
+    in_b = np.bincount(B.indices, minlength=B.shape[1]).astype(np.float64)
+    pairs = in_a * in_b
+    if pairs.sum() / A.shape[0] > BY_COLUMNS_MAX_SHARE * B.nnz:
         return None
-    by_column = sp.csr_matrix(B.T.astype(dtype, copy=False))
-    return by_column.indptr, by_column.indices, by_column.data
+    return ColumnProducts(B, dense_head_features(pairs / (A.shape[0] * B.shape[0]), B.shape[0], dtype), dtype)
+
+
+# Sparse x sparse products by columns: a feature whose nonzeros meet in more than this share of a product's
+# entries (its frequency in A's rows times its frequency in B's) is multiplied in a dense block by BLAS instead.
+# A scattered multiply-add cost ~1.1 ns and a BLAS one per entry and head feature ~0.015 ns (float32, one thread);
+# on a tf-idf set (5,000 features) the 64 commonest words carried 69% of the pairs, and the products took 1.6-1.75x
+# less time with them in the head (128-row blocks against 10,000-60,000 rows).
+DENSE_HEAD_MIN_PAIRS = 0.01
+DENSE_HEAD_MAX_FEATURES = 256
+
+
+def dense_head_features(pairs_per_entry: np.ndarray, n_b: int, dtype: type) -> np.ndarray:
+    """The features worth a dense product (:data:`DENSE_HEAD_MIN_PAIRS`), the most frequent first: at most
+    :data:`DENSE_HEAD_MAX_FEATURES`, and as many as keep ``B``'s dense copy of them within
+    :data:`DENSE_OPERAND_BYTES`."""
+    frequent = np.flatnonzero(pairs_per_entry > DENSE_HEAD_MIN_PAIRS)
+    room = DENSE_OPERAND_BYTES // max(n_b * np.dtype(dtype).itemsize, 1)
+    keep = min(len(frequent), DENSE_HEAD_MAX_FEATURES, room)
+    return frequent[np.argsort(-pairs_per_entry[frequent], kind="stable")[:keep]]
+
+
+class ColumnProducts:
+    """``A_block @ B.T`` for sparse rows that share few features: the features in ``head`` (frequent ones) by one
+    dense product, the others by ``B``'s columns (``B.T`` in CSR: the rows of ``B`` that hold each feature, and
+    their values; :func:`add_csr_times_columns`), so each of those costs only the pairs of nonzeros that meet."""
+
+    def __init__(self, B, head: np.ndarray, dtype: type) -> None:
+        B = B.tocsr().astype(dtype)  # a copy: the head's entries are dropped from it below
+        self.dtype, self.n_b = dtype, B.shape[0]
+        self.slots = np.full(B.shape[1], -1, dtype=np.intp)
+        self.slots[head] = np.arange(len(head))
+        self.head_t = np.ascontiguousarray(B[:, head].toarray().T) if len(head) else None
+        if len(head):
+            B.data[self.slots[B.indices] >= 0] = 0
+            B.eliminate_zeros()
+        by_column = sp.csr_matrix(B.T)
+        self.tail = (by_column.indptr, by_column.indices, by_column.data)
+
+    def products(self, A_block) -> np.ndarray:
+        """``A_block @ B.T`` as a dense array of the operand's dtype."""
+        A_block = sp.csr_matrix(A_block).astype(self.dtype, copy=False)
+        out = np.empty((A_block.shape[0], self.n_b), dtype=self.dtype)
+        if self.head_t is None:
+            csr_times_columns(A_block.indptr, A_block.indices, A_block.data, *self.tail, out)
+            return out
+        head = np.empty((A_block.shape[0], self.head_t.shape[0]), dtype=self.dtype)
+        csr_selected_columns(A_block.indptr, A_block.indices, A_block.data, self.slots, head)
+        np.matmul(head, self.head_t, out=out)
+        add_csr_times_columns(A_block.indptr, A_block.indices, A_block.data, *self.tail, out)
+        return out
 
 
 def _product_operands(A, B):

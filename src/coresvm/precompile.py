@@ -25,8 +25,8 @@ import scipy.sparse as sp
 
 from .kernels import (
     FUSED_MAX_FEATURES,
+    ColumnProducts,
     KernelSpec,
-    csr_times_columns,
     kernel_product,
     parallel_loop_threads,
     sparse_times_dense,
@@ -79,8 +79,8 @@ def _float32_products() -> None:
     """Score candidates as the core-set loop does (float32 kernel values summed in float64) in each layout the
     small fits above miss: more features than the fused loop takes, a sparse support against fewer dense
     candidates, and sparse candidates against a dense support; the sparse products of a CSR core set's growth
-    (float32) and of predictions (float64), against dense rows and by a sparse support's columns; and the CSR copy
-    of sparse dense rows."""
+    (float32) and of predictions (float64), against dense rows and by a sparse support's columns (with and without
+    a dense block of frequent features); and the CSR copy of sparse dense rows."""
     rng = np.random.default_rng(0)
     spec = KernelSpec("rbf", gamma=0.1)
     support = rng.random((300, FUSED_MAX_FEATURES + 1))
@@ -89,9 +89,8 @@ def _float32_products() -> None:
         kernel_product(candidates, right, spec, np.ones(300), precision=np.float32)
     for dtype in (np.float32, np.float64):
         sparse_times_dense(sp.csr_matrix(support[:20], dtype=dtype), support.T.astype(dtype))
-        rows, by_column = sp.csr_matrix(support[:20], dtype=dtype), sp.csr_matrix(support.T, dtype=dtype)
-        csr_times_columns(rows.indptr, rows.indices, rows.data, by_column.indptr, by_column.indices, by_column.data,
-                          np.empty((20, 300), dtype=dtype))
+        for head in (np.arange(0), np.arange(3)):  # by the support's columns, without and with a dense head
+            ColumnProducts(sp.csr_matrix(support), head, dtype).products(sp.csr_matrix(support[:20], dtype=dtype))
         sparse_layout(np.eye(SPARSE_MIN_FEATURES, dtype=dtype))  # dense one-hot rows read as CSR
 
 
