@@ -602,6 +602,10 @@ def test_frequent_features_of_products_by_columns_go_to_a_dense_block(monkeypatc
         assert columns is not None and columns.head_t.shape == (3, 700)
         np.testing.assert_array_equal(columns.slots[frequent], [0, 1, 2])  # the most frequent first
         np.testing.assert_allclose(columns.products(A[20:150]), (A[20:150] @ B.T).toarray(), rtol=1e-5, atol=1e-7)
+        # duplicate entries (not summed: a CSR matrix built from its arrays) count as their sum
+        doubled = sp.csr_matrix((np.repeat(A.data, 2) / 2, np.repeat(A.indices, 2), 2 * A.indptr), shape=A.shape)
+        assert not doubled.has_canonical_format
+        np.testing.assert_allclose(columns.products(doubled), (A @ B.T).toarray(), rtol=1e-5, atol=1e-7)
     # room for the head's dense copy (700 x 3 values), not for a dense copy of A or B: kernel sums by columns
     monkeypatch.setattr(kernels_module, "DENSE_OPERAND_BYTES", 700 * 8 * 8)
     calls = []

@@ -378,13 +378,13 @@ def _add_row_times_columns(indptr, indices, data, i, column_ptr, column_rows, co
 @njit(cache=True, nogil=True)
 def csr_selected_columns(indptr, indices, data, slots, out):
     """``out[i, slots[f]] = A[i, f]`` for the features ``f`` with ``slots[f] >= 0``, zeros elsewhere: a CSR
-    ``A``'s columns of a few features as a dense block."""
+    ``A``'s columns of a few features as a dense block (duplicate entries summed, as SciPy reads them)."""
     out[:] = 0
     for i in range(indptr.shape[0] - 1):
         for p in range(indptr[i], indptr[i + 1]):
             slot = slots[indices[p]]
             if slot >= 0:
-                out[i, slot] = data[p]
+                out[i, slot] += data[p]
 
 
 @njit(cache=True, nogil=True)
