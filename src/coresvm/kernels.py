@@ -376,6 +376,32 @@ def _add_row_times_columns(indptr, indices, data, i, column_ptr, column_rows, co
 
 
 @njit(cache=True, nogil=True)
+def split_by_columns(indptr, indices, data, slots, n_features, head_t):
+    """A CSR ``B``'s entries by feature: ``head_t[slots[f], i] = B[i, f]`` for the features with ``slots[f] >= 0``
+    (``head_t`` zeroed), and the others as ``B.T`` in CSR ``(pointers, rows, values)``, each feature's rows in
+    order; duplicate entries are kept (the products sum them)."""
+    counts = np.zeros(n_features + 1, dtype=indptr.dtype)
+    for p in range(indptr[indptr.shape[0] - 1]):
+        if slots[indices[p]] < 0:
+            counts[indices[p] + 1] += 1
+    column_ptr = np.cumsum(counts).astype(indptr.dtype)
+    column_rows = np.empty(column_ptr[n_features], dtype=indptr.dtype)
+    column_values = np.empty(column_ptr[n_features], dtype=data.dtype)
+    position = column_ptr[:n_features].copy()
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            feature = indices[p]
+            slot = slots[feature]
+            if slot >= 0:
+                head_t[slot, i] += data[p]
+            else:
+                column_rows[position[feature]] = i
+                column_values[position[feature]] = data[p]
+                position[feature] += 1
+    return column_ptr, column_rows, column_values
+
+
+@njit(cache=True, nogil=True)
 def csr_selected_columns(indptr, indices, data, slots, out):
     """``out[i, slots[f]] = A[i, f]`` for the features ``f`` with ``slots[f] >= 0``, zeros elsewhere: a CSR
     ``A``'s columns of a few features as a dense block (duplicate entries summed, as SciPy reads them)."""
@@ -643,16 +669,14 @@ class ColumnProducts:
     their values; :func:`add_csr_times_columns`), so each of those costs only the pairs of nonzeros that meet."""
 
     def __init__(self, B, head: np.ndarray, dtype: type) -> None:
-        B = B.tocsr().astype(dtype)  # a copy: the head's entries are dropped from it below
+        B = B.tocsr().astype(dtype, copy=False)
         self.dtype, self.n_b = dtype, B.shape[0]
         self.slots = np.full(B.shape[1], -1, dtype=np.intp)
         self.slots[head] = np.arange(len(head))
-        self.head_t = np.ascontiguousarray(B[:, head].toarray().T) if len(head) else None
-        if len(head):
-            B.data[self.slots[B.indices] >= 0] = 0
-            B.eliminate_zeros()
-        by_column = sp.csr_matrix(B.T)
-        self.tail = (by_column.indptr, by_column.indices, by_column.data)
+        self.head_t = np.zeros((len(head), B.shape[0]), dtype=dtype) if len(head) else None
+        # one pass instead of SciPy's column selection, masking and transpose (25 of 30 ms for 31,000 tf-idf rows)
+        self.tail = split_by_columns(B.indptr, B.indices, B.data, self.slots, B.shape[1],
+                                     B.data[:0].reshape(0, 0) if self.head_t is None else self.head_t)
 
     def products(self, A_block) -> np.ndarray:
         """``A_block @ B.T`` as a dense array of the operand's dtype."""
