@@ -606,6 +606,14 @@ def test_frequent_features_of_products_by_columns_go_to_a_dense_block(monkeypatc
         doubled = sp.csr_matrix((np.repeat(A.data, 2) / 2, np.repeat(A.indices, 2), 2 * A.indptr), shape=A.shape)
         assert not doubled.has_canonical_format
         np.testing.assert_allclose(columns.products(doubled), (A @ B.T).toarray(), rtol=1e-5, atol=1e-7)
+    # twenty features in 90% of the rows (stop words): pairs of nonzeros abound, but all in the dense block
+    common = A.tolil(), B.tolil()
+    for M in common:
+        M[:, 1000:1020] = (rng.rand(M.shape[0], 20) < 0.9) * rng.rand(M.shape[0], 20)
+    common = [M.tocsr() for M in common]
+    columns = columns_if_sparse_enough(*common, np.float64)
+    assert columns is not None and columns.head_t.shape == (23, 700)
+    np.testing.assert_allclose(columns.products(common[0]), (common[0] @ common[1].T).toarray(), rtol=1e-12)
     # room for the head's dense copy (700 x 3 values), not for a dense copy of A or B: kernel sums by columns
     monkeypatch.setattr(kernels_module, "DENSE_OPERAND_BYTES", 700 * 8 * 8)
     calls = []

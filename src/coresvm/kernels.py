@@ -630,24 +630,29 @@ class RightOperand:
 
 def columns_if_sparse_enough(A, B, dtype: type) -> ColumnProducts | None:
     """``B`` by its columns for products ``A_block @ B.T`` (:class:`ColumnProducts`), when ``A`` and ``B`` are
-    sparse and a row of ``A`` shares few nonzeros with ``B``: on average (``A``'s features weighted by how often
-    they occur) fewer than :data:`BY_COLUMNS_MAX_SHARE` of ``B``'s nonzeros.  Else None."""
+    sparse and a row of ``A`` shares few nonzeros with ``B`` outside the frequent features of the dense block
+    (:func:`dense_head_features`): on average (``A``'s features weighted by how often they occur) those pairs, and
+    the dense block's multiply-adds counted at :data:`DENSE_HEAD_MIN_PAIRS` a pair, come to fewer than
+    :data:`BY_COLUMNS_MAX_SHARE` of ``B``'s nonzeros.  Else None."""
     if not (sp.issparse(A) and sp.issparse(B)) or B.nnz == 0 or A.shape[0] == 0:
         return None
     A, B = A.tocsr(), B.tocsr()
     # per feature, its nonzeros in A times those in B: O(features) memory (A is often every training row)
     in_a = np.bincount(A.indices, minlength=A.shape[1]).astype(np.float64)
     in_b = np.bincount(B.indices, minlength=B.shape[1]).astype(np.float64)
-    pairs = in_a * in_b
-    if pairs.sum() / A.shape[0] > BY_COLUMNS_MAX_SHARE * B.nnz:
+    pairs_per_entry = in_a * in_b / (A.shape[0] * B.shape[0])
+    head = dense_head_features(pairs_per_entry, B.shape[0], dtype)
+    cost_per_entry = pairs_per_entry.sum() - pairs_per_entry[head].sum() + DENSE_HEAD_MIN_PAIRS * len(head)
+    if cost_per_entry * B.shape[0] > BY_COLUMNS_MAX_SHARE * B.nnz:
         return None
-    return ColumnProducts(B, dense_head_features(pairs / (A.shape[0] * B.shape[0]), B.shape[0], dtype), dtype)
+    return ColumnProducts(B, head, dtype)
 
 
 # Sparse x sparse products by columns: a feature whose nonzeros meet in more than this share of a product's
 # entries (its frequency in A's rows times its frequency in B's) is multiplied in a dense block by BLAS instead.
-# A scattered multiply-add cost ~1.1 ns and a BLAS one per entry and head feature ~0.015 ns (float32, one thread);
-# on a tf-idf set (5,000 features) the 64 commonest words carried 69% of the pairs, and the products took 1.6-1.75x
+# A scattered multiply-add cost ~1.1 ns and a BLAS one per entry and head feature ~0.015 ns (float32, one thread):
+# a head feature costs about this many scattered pairs per entry (columns_if_sparse_enough counts it so).  On a
+# tf-idf set (5,000 features) the 64 commonest words carried 69% of the pairs, and the products took 1.6-1.75x
 # less time with them in the head (128-row blocks against 10,000-60,000 rows).
 DENSE_HEAD_MIN_PAIRS = 0.01
 DENSE_HEAD_MAX_FEATURES = 256
