@@ -16,6 +16,7 @@ documents, 60,000 and 15,000), from one of:
 - ``--data text``: 75,000 synthetic documents of 40 words from a 5,000-word vocabulary (a shared Dirichlet
   word distribution mixed 4:1 with one of two class topics; 40% positives, 3% of the labels flipped), tf-idf rows
   in CSR (38 nonzeros a row): half the rows are support vectors of the L2-SVM.  C = 1, gamma 1 (unit rows).
+  ``--words 150``: documents of 150 words (125 nonzeros a row, common words in most rows).
 
 Per C, each in a fresh process after a warm-up fit (compiled code loaded), as in ``compare.py``: ``CoreSVC`` with
 its defaults at SVC's C (no selection: the point is this C), sklearnex ``SVC``, scikit-learn ``SVC`` on all rows
@@ -30,6 +31,7 @@ library versions.
     python benchmarks/many_support_vectors.py --data classification --C 1 --no-sklearn
     python benchmarks/many_support_vectors.py --data imbalanced --no-sklearn
     python benchmarks/many_support_vectors.py --data text --no-sklearn
+    python benchmarks/many_support_vectors.py --data text --words 150 --no-sklearn
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ DATA = {"moons": ("make_moons (noise 0.25)", 0.5, "1,4"),
 TEXT_DOCUMENTS, TEXT_WORDS, TEXT_VOCABULARY = 75_000, 40, 5_000
 
 
-def synthetic_documents(seed: int):
-    """``(X, y)``: :data:`TEXT_DOCUMENTS` bags of :data:`TEXT_WORDS` words, each drawn from a shared Dirichlet word
+def synthetic_documents(seed: int, n_words: int = TEXT_WORDS):
+    """``(X, y)``: :data:`TEXT_DOCUMENTS` bags of ``n_words`` words, each drawn from a shared Dirichlet word
     distribution mixed 4:1 with its class's topic (40% positives, 3% of the labels then flipped), as L2-normalized
     tf-idf rows in CSR."""
     from scipy import sparse
@@ -70,25 +72,25 @@ def synthetic_documents(seed: int):
     shared = rng.dirichlet(np.full(TEXT_VOCABULARY, 0.05))
     topics = [0.8 * shared + 0.2 * rng.dirichlet(np.full(TEXT_VOCABULARY, 0.05)) for _ in range(2)]
     y = (rng.rand(TEXT_DOCUMENTS) < 0.4).astype(int)
-    words = np.empty((TEXT_DOCUMENTS, TEXT_WORDS), dtype=np.int64)
+    words = np.empty((TEXT_DOCUMENTS, n_words), dtype=np.int64)
     for label in (0, 1):
         members = np.flatnonzero(y == label)
-        words[members] = rng.choice(TEXT_VOCABULARY, size=(len(members), TEXT_WORDS), p=topics[label])
-    rows = np.repeat(np.arange(TEXT_DOCUMENTS), TEXT_WORDS)
+        words[members] = rng.choice(TEXT_VOCABULARY, size=(len(members), n_words), p=topics[label])
+    rows = np.repeat(np.arange(TEXT_DOCUMENTS), n_words)
     counts = sparse.csr_matrix((np.ones(rows.size), (rows, words.ravel())), shape=(TEXT_DOCUMENTS, TEXT_VOCABULARY))
     y = np.where(rng.rand(TEXT_DOCUMENTS) < 0.03, 1 - y, y)
     return TfidfTransformer().fit_transform(counts).tocsr(), y
 
 
-def load(data: str) -> list[np.ndarray]:
-    """``[X_train, y_train, X_test, y_test]``: the rows of ``data`` (:data:`DATA`), standardized, a random 80/20
-    split."""
+def load(data: str, n_words: int = TEXT_WORDS) -> list[np.ndarray]:
+    """``[X_train, y_train, X_test, y_test]``: the rows of ``data`` (:data:`DATA`; ``text``: documents of
+    ``n_words`` words), standardized, a random 80/20 split."""
     from sklearn.datasets import make_classification, make_moons
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
     if data == "text":  # already scaled (unit rows)
-        X, y = synthetic_documents(compare.SEED)
+        X, y = synthetic_documents(compare.SEED, n_words)
         X_train, X_test, y_train, y_test = train_test_split(X, y.astype(np.float64), test_size=TEST_SHARE,
                                                             random_state=compare.SEED)
         return [X_train, y_train, X_test, y_test]
@@ -147,6 +149,7 @@ def table(C: float, gamma: float, rows: list[compare.Row], n_train: int, n_test:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=sorted(DATA), default="moons", help="the rows (see above)")
+    parser.add_argument("--words", type=int, default=TEXT_WORDS, help="words per document of --data text")
     parser.add_argument("--C", help="comma-separated values of SVC's C (default: the data's, see above)")
     parser.add_argument("--no-sklearn", action="store_true", help="skip scikit-learn SVC on all rows (the slowest)")
     parser.add_argument("--repeats", type=int, default=3, help="timed fits per row (median)")
@@ -155,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     title, gamma, default_C = DATA[opts.data]
     suffix = "" if opts.data == "moons" else f"_{opts.data}"
+    if opts.data == "text" and opts.words != TEXT_WORDS:
+        suffix, title = f"{suffix}{opts.words}", title.replace("documents", f"documents of {opts.words} words")
     out = opts.out or compare.RESULTS / f"many_support_vectors{suffix}.md"
-    parts = load(opts.data)
+    parts = load(opts.data, opts.words)
     plan = [("coresvm", 1.0), ("sklearnex", 1.0)] + ([] if opts.no_sklearn else [("sklearn", 1.0)])
     plan += [("sklearn", fraction) for fraction in FRACTIONS]
     lines = [f"# Many support vectors: {title} against SVC, sklearnex SVC and SVC on subsamples", "",
