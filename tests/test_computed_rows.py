@@ -34,6 +34,17 @@ def noisy_xor(m: int, seed: int, d: int = 2):
     return X, y
 
 
+def one_hot_rows(m: int, seed: int, n_continuous: int = 6, n_categories: int = 30):
+    """Rows of ``n_continuous`` features in [0, 1] and one of ``n_categories`` one-hot columns (the layout of forest
+    cover types, min-max scaled): most features are zero.  The label depends on both parts."""
+    rng = np.random.RandomState(seed)
+    continuous = rng.rand(m, n_continuous)
+    category = rng.randint(0, n_categories, m)
+    X = np.hstack([continuous, np.eye(n_categories)[category]])
+    y = np.where(np.sin(6 * continuous[:, 0]) + (category % 3 - 1) + 0.3 * rng.randn(m) > 0, 1.0, -1.0)
+    return X, y
+
+
 def computed_core(problem, points, alpha):
     """A core set on ``points`` (weights ``alpha``) switched to computed rows."""
     core = CoreSetState.growable(2**26, 1e-2, max_points=problem.n_points)
@@ -56,15 +67,23 @@ def exact_q(X, y, C, points, gamma):
             + np.diag(1.0 / C[points]))
 
 
-@pytest.mark.parametrize("d", [2, 20, core_set_module.COMPUTED_ROWS_MAX_FEATURES])
+@pytest.mark.parametrize("d", [2, 20, core_set_module.COMPUTED_ROWS_MAX_FEATURES, "one-hot"])
 def test_computed_rows_are_the_extended_kernel_and_exactly_symmetric(d):
-    X, y = noisy_xor(300, 0, d)
+    """Dense rows by their differences, mostly-zero ones over their nonzero features and the norms: either way the
+    extended kernel, symmetric bit for bit."""
+    X, y = one_hot_rows(300, 0) if d == "one-hot" else noisy_xor(300, 0, d)
     C = np.full(300, 10.0)
-    gamma = 1.4 / d  # exponents of about -2.8 on average, as gamma = 1 / d on standardized data
-    problem = SimplexProblem(X, y, C, KernelSpec("rbf", gamma))
+    gamma = 1.4 / (8.0 if d == "one-hot" else d)  # exponents of about -2.8 on average, as gamma = 1 / d on
+    problem = SimplexProblem(X, y, C, KernelSpec("rbf", gamma))  # standardized data
     points = np.random.default_rng(0).permutation(300)[:200]
     core = computed_core(problem, points, np.full(200, 1 / 200))
     assert core.rows_computed and core.gram.size == 0
+    norms = core.computed_rows[4]
+    assert len(norms) == (core.capacity if d == "one-hot" else 0)
+    if d == "one-hot":
+        features = problem.rows_of(points)
+        assert np.count_nonzero(features) <= core_set_module.NONZERO_SHARE_FOR_NORMS * features.size
+        np.testing.assert_allclose(norms[:200], np.einsum("ij,ij->i", features, features), rtol=1e-6)
     rows = np.empty((200, 200), dtype=np.float32)
     for i in range(200):
         kernel_row(core.computed_rows, core.diag, i, 200, rows[i])
@@ -148,8 +167,9 @@ def test_two_solves_with_rows_shared_among_threads_run_at_once():
         np.testing.assert_array_equal(alpha, alone[0][1])
 
 
-def test_compaction_and_growth_carry_the_computed_rows_features():
-    X, y = noisy_xor(400, 3)
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_compaction_and_growth_carry_the_computed_rows_features(one_hot):
+    X, y = one_hot_rows(400, 3) if one_hot else noisy_xor(400, 3)
     problem = SimplexProblem(X, y, np.full(400, 10.0), KernelSpec("rbf", 1.0))
     core = CoreSetState.empty(64, np.float32)
     core.limit = 64  # a full core set: it must grow by doubling once its rows are computed
@@ -161,9 +181,15 @@ def test_compaction_and_growth_carry_the_computed_rows_features():
     append_points(problem, core, np.arange(100, 300), np.zeros(200))
     points = core.points[: core.size]
     assert core.size == 232 and core.capacity >= 232
-    features_t, signs, _, _ = core.computed_rows
-    np.testing.assert_array_equal(features_t[:, :232], X[points].T.astype(np.float32))
+    features_t, signs, _, _, norms = core.computed_rows
+    np.testing.assert_array_equal(features_t[:, :232], problem.rows_of(points).T.astype(np.float32))
     np.testing.assert_array_equal(signs[:232], y[points])
+    if one_hot:  # the squared norms move with the points and grow with the arrays
+        assert len(norms) == core.capacity
+        np.testing.assert_allclose(norms[:232], np.einsum("ij,ij->j", features_t[:, :232], features_t[:, :232]),
+                                   rtol=1e-6)
+    else:
+        assert len(norms) == 0
     Q = exact_q(X, y, np.full(400, 10.0), points, 1.0)
     np.testing.assert_allclose(core.G[:232], Q @ core.alpha[:232], rtol=0, atol=5e-7)
 
@@ -182,7 +208,7 @@ def test_only_dense_binary_rbf_problems_of_few_features_compute_their_rows():
     assert not computable_rows(SimplexProblem(wide, y, C, rbf), np.float32)
 
 
-@pytest.mark.parametrize("C, d", [(1.0, 2), (100.0, 2), (1.0, 20)])
+@pytest.mark.parametrize("C, d", [(1.0, 2), (100.0, 2), (1.0, 20), (1.0, "one-hot")])
 def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(monkeypatch, C, d):
     """With rows computed from 150 core points on (Newton steps need the stored Gram, so only pairwise steps
     follow), the core-set loop still ends within ``tol`` of the optimum, its gradient still ``Q a``.  New points'
@@ -192,8 +218,10 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     from scipy.optimize import minimize
 
     m = 600
-    X, y = noisy_xor(m, 5, d)  # 20 features: the candidates are scored by BLAS products, not the fused loop
-    problem = SimplexProblem(X, y, np.full(m, C), KernelSpec("rbf", gamma=4.0 / d), bias=True, lam=0.0)
+    # 20 features, or 36 mostly zero: the candidates are scored by BLAS products, not the fused loop
+    X, y = one_hot_rows(m, 5) if d == "one-hot" else noisy_xor(m, 5, d)
+    gamma = 1.0 if d == "one-hot" else 4.0 / d
+    problem = SimplexProblem(X, y, np.full(m, C), KernelSpec("rbf", gamma=gamma), bias=True, lam=0.0)
     Q = problem.dense_Q()
     star = minimize(lambda a: a @ Q @ a, np.full(m, 1 / m), jac=lambda a: 2 * Q @ a,
                     bounds=[(0, None)] * m, constraints=({"type": "eq", "fun": lambda a: a.sum() - 1},),
@@ -201,8 +229,12 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     monkeypatch.setattr(core_set_module, "COMPUTED_ROWS_FROM", 150)
     solve, drift = core_set_module._solve_core, []
 
+    checked_norms = []
+
     def checked(core, n, *args):
         result = solve(core, n, *args)
+        if core.rows_computed and not checked_norms:
+            checked_norms.append(len(core.computed_rows[4]) > 0)
         if core.rows_computed:
             points, a = core.points[:n], core.alpha[:n]
             exact, rows = Q[np.ix_(points, points)] @ a, computed_q(core, n) @ a
@@ -217,9 +249,10 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     a[result.support] = result.alpha
     f = a @ Q @ a
     assert result.status == "converged" and result.phases["rows_computed"]
+    assert checked_norms == [d == "one-hot"]
     # Scores by BLAS products (more than FUSED_MAX_FEATURES features) expand |a - b|^2 in float32 and round more
     # than the rows' direct form: 1.9 times the rows' error (2.4e-6 of max |G|) with 20 features.
-    factor = 1.5 if d <= FUSED_MAX_FEATURES else 3.0
+    factor = 1.5 if X.shape[1] <= FUSED_MAX_FEATURES else 3.0
     assert len(drift) >= 2 and all(of_g <= factor * of_rows + 1e-9 for of_g, of_rows in drift)
     assert f - star.fun <= tol * 2.0 * f
 

@@ -308,6 +308,26 @@ def test_only_dense_rbf_rows_off_the_origin_are_centered():
     assert centering_shift(sp.csr_matrix(X + 5.0), KernelSpec("rbf", 1.0)) is None  # centering would densify
 
 
+def test_centering_keeps_the_zeros_of_mostly_zero_columns():
+    """One-hot columns are not shifted (they stay zero where they were: computed rows skip zero features); the
+    other columns are, when that alone at least halves the rows' mean squared norm."""
+    from coresvm.kernels import KernelSpec
+    from coresvm.problem import centering_shift
+
+    rng = np.random.default_rng(1)
+    continuous, one_hot = rng.random((400, 3)) + 5.0, np.eye(8)[rng.integers(0, 8, 400)]
+    X = np.hstack([continuous, one_hot])
+    shift = centering_shift(X, KernelSpec("rbf", 1.0))
+    np.testing.assert_allclose(shift[:3], continuous.mean(axis=0))
+    np.testing.assert_array_equal(shift[3:], 0.0)
+    assert np.count_nonzero((X - shift)[:, 3:]) == 400
+    # The whole mean would halve the mean squared norm here, the shift of the dense column alone does not: none.
+    few = np.hstack([0.6 + 0.2 * rng.random((400, 1)), np.eye(3)[rng.integers(0, 3, 400)]])
+    mean = few.mean(axis=0)
+    assert 2 * mean @ mean > np.mean(np.sum(few * few, axis=1))
+    assert centering_shift(few, KernelSpec("rbf", 1.0)) is None
+
+
 def test_gradient_stays_the_gram_times_the_weights_through_a_large_c_fit(monkeypatch):
     """G = Qa is updated step by step from Gram rows (and Q's diagonal in float64): it must not drift from the product
     (an asymmetric Gram made it drift by 1e-3 of max|G| within one solve at C = 262,144 on ijcnn1)."""
