@@ -138,8 +138,9 @@ def centering_shift(X, kernel: KernelSpec) -> np.ndarray | None:
 
     Columns that are mostly zero (one-hot blocks; judged on about :data:`ZERO_COLUMN_SAMPLE` rows) keep their
     zeros: centered, they would be dense, and computed kernel rows skip zero features
-    (:func:`~coresvm.kernels.rbf_row_values_over_nonzeros`).  Their means are small anyway; the condition above
-    is then met by the other columns' shift alone.
+    (:func:`~coresvm.kernels.rbf_row_values_over_nonzeros`).  Centering such a column would at most halve its
+    mean square (nonzero in a share ``p <= 1/2`` of the rows, its squared mean is ``p^2 E[v]^2 <= p E[v^2]``);
+    the condition above is then met by the other columns' shift alone.
     """
     if kernel.name != "rbf" or type(X) is not np.ndarray or X.dtype not in (np.float32, np.float64):
         return None

@@ -834,12 +834,14 @@ class CoreSetState:
         :data:`NONZERO_SHARE_FOR_NORMS` of the core points' features are nonzero, the rows are computed over each
         point's nonzero features (:func:`~coresvm.kernels.rbf_row_values_over_nonzeros`)."""
         n = self.size
-        features = problem.rows_of(self.points[:n])
-        mostly_zero = np.count_nonzero(features) <= NONZERO_SHARE_FOR_NORMS * max(features.size, 1)
-        self.computed_rows = (np.zeros((problem.X.shape[1], self.capacity), dtype=np.float32),
-                              np.zeros(self.capacity, dtype=np.float32), float(problem.kernel.gamma),
-                              float(problem.bias_term), np.zeros(self.capacity if mostly_zero else 0, dtype=np.float32))
+        features_t = np.zeros((problem.X.shape[1], self.capacity), dtype=np.float32)
+        self.computed_rows = (features_t, np.zeros(self.capacity, dtype=np.float32), float(problem.kernel.gamma),
+                              float(problem.bias_term), ROWS_STORED[4])
         self.store_features(problem, 0, self.points[:n])
+        if np.count_nonzero(features_t[:, :n]) <= NONZERO_SHARE_FOR_NORMS * features_t[:, :n].size:
+            norms = np.zeros(self.capacity, dtype=np.float32)
+            norms[:n] = squared_column_norms(features_t[:, :n])
+            self.computed_rows = (*self.computed_rows[:4], norms)
         self.gram = np.zeros((0, 0), dtype=self.gram.dtype)
         self.limit = problem.n_points
         # G again from the computed rows, which round differently from the stored ones (1e-4 of max |G| at C = 100)
@@ -851,9 +853,8 @@ class CoreSetState:
         stop = first + len(points)
         features_t[:, first:stop] = problem.rows_of(points).T
         signs[first:stop] = problem.signs_of(points)
-        if norms.shape[0]:  # of the float32 features the rows read, summed in float64
-            norms[first:stop] = np.einsum("ij,ij->j", features_t[:, first:stop], features_t[:, first:stop],
-                                          dtype=np.float64)
+        if norms.shape[0]:
+            norms[first:stop] = squared_column_norms(features_t[:, first:stop])
 
     def computed_gradient_of(self, start: int, stop: int) -> None:
         """``G[start:stop] = (Q a)[start:stop]`` on the core set from computed rows (:func:`computed_gradient`), in
@@ -910,6 +911,12 @@ class CoreSetState:
             values = getattr(self, name)
             values[:n] = values[keep]
         self.size = n
+
+
+def squared_column_norms(features_t: np.ndarray) -> np.ndarray:
+    """The squared norms of the points in the columns of ``features_t`` (the float32 features the rows read),
+    summed in float64."""
+    return np.einsum("ij,ij->j", features_t, features_t, dtype=np.float64)
 
 
 def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
