@@ -45,6 +45,7 @@ from ..kernels import (
     rbf_row_values,
     rbf_row_values_over_nonzeros,
     run_row_blocks,
+    squared_norms,
     widened_dot,
 )
 from .active_face import FACE_RESIDUAL, NewtonRecord, diagonal_shortfall, gram_rows_product, solve_with_newton
@@ -325,8 +326,8 @@ STOP_RELATIVE_GAP = 0  # the core set: the relative gap is below tol
 STOP_COVERAGE = 1  # AESVM's CheckPoint: whether min f <= eps is decided (Nandan et al. 2014 sec. 4.2)
 NO_LINEAR_TERM = np.zeros(0)  # inner_solve's lin under STOP_RELATIVE_GAP
 # inner_solve's computed_rows when Q's rows are read from the Gram ``Kw`` (see kernel_row)
-ROWS_STORED = (np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.float32), 0.0, 0.0,
-               np.zeros(0, dtype=np.float32))
+NO_NORMS = np.zeros(0, dtype=np.float32)  # computed_rows' last entry when the rows are taken directly (kernel_row)
+ROWS_STORED = (np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.float32), 0.0, 0.0, NO_NORMS)
 
 
 @njit(cache=True, nogil=True)
@@ -836,11 +837,11 @@ class CoreSetState:
         n = self.size
         features_t = np.zeros((problem.X.shape[1], self.capacity), dtype=np.float32)
         self.computed_rows = (features_t, np.zeros(self.capacity, dtype=np.float32), float(problem.kernel.gamma),
-                              float(problem.bias_term), ROWS_STORED[4])
+                              float(problem.bias_term), NO_NORMS)
         self.store_features(problem, 0, self.points[:n])
         if np.count_nonzero(features_t[:, :n]) <= NONZERO_SHARE_FOR_NORMS * features_t[:, :n].size:
             norms = np.zeros(self.capacity, dtype=np.float32)
-            norms[:n] = squared_column_norms(features_t[:, :n])
+            norms[:n] = squared_norms(features_t[:, :n].T)  # of the float32 features the rows read
             self.computed_rows = (*self.computed_rows[:4], norms)
         self.gram = np.zeros((0, 0), dtype=self.gram.dtype)
         self.limit = problem.n_points
@@ -854,7 +855,7 @@ class CoreSetState:
         features_t[:, first:stop] = problem.rows_of(points).T
         signs[first:stop] = problem.signs_of(points)
         if norms.shape[0]:
-            norms[first:stop] = squared_column_norms(features_t[:, first:stop])
+            norms[first:stop] = squared_norms(features_t[:, first:stop].T)
 
     def computed_gradient_of(self, start: int, stop: int) -> None:
         """``G[start:stop] = (Q a)[start:stop]`` on the core set from computed rows (:func:`computed_gradient`), in
@@ -911,12 +912,6 @@ class CoreSetState:
             values = getattr(self, name)
             values[:n] = values[keep]
         self.size = n
-
-
-def squared_column_norms(features_t: np.ndarray) -> np.ndarray:
-    """The squared norms of the points in the columns of ``features_t`` (the float32 features the rows read),
-    summed in float64."""
-    return np.einsum("ij,ij->j", features_t, features_t, dtype=np.float64)
 
 
 def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
