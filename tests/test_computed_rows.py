@@ -257,8 +257,8 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
     assert f - star.fun <= tol * 2.0 * f
 
 
-@pytest.mark.parametrize("may_compute_rows", [False, True])
-def test_growth_past_the_threshold_drops_the_gram_unless_newton_steps_paid(monkeypatch, may_compute_rows):
+@pytest.mark.parametrize("newton_paid", [False, True])
+def test_growth_past_the_threshold_drops_the_gram_later_once_newton_steps_paid(monkeypatch, newton_paid):
     from coresvm.solvers.core_set import _grow
 
     X, y = noisy_xor(400, 6)
@@ -268,12 +268,15 @@ def test_growth_past_the_threshold_drops_the_gram_unless_newton_steps_paid(monke
     in_core = np.zeros(400, dtype=bool)
     in_core[:100] = True
     monkeypatch.setattr(core_set_module, "COMPUTED_ROWS_FROM", 150)
-    assert _grow(problem, core, in_core, np.arange(100, 140), may_compute_rows) == 40
+    monkeypatch.setattr(core_set_module, "NEWTON_GRAM_POINTS", 250)
+    assert _grow(problem, core, in_core, np.arange(100, 140), newton_paid) == 40
     assert not core.rows_computed  # 140 points: below the threshold
-    assert _grow(problem, core, in_core, np.arange(140, 200), may_compute_rows) == 60
-    assert core.rows_computed == may_compute_rows and (core.gram.size == 0) == may_compute_rows
-    np.testing.assert_allclose(core.G[:200], exact_q(X, y, np.full(400, 10.0), np.arange(200), 1.0)
-                               @ core.alpha[:200], rtol=0, atol=5e-7)
+    assert _grow(problem, core, in_core, np.arange(140, 200), newton_paid) == 60
+    assert core.rows_computed != newton_paid and (core.gram.size == 0) != newton_paid  # 200 points
+    assert _grow(problem, core, in_core, np.arange(200, 260), newton_paid) == 60
+    assert core.rows_computed and core.gram.size == 0  # 260 points: past NEWTON_GRAM_POINTS either way
+    np.testing.assert_allclose(core.G[:260], exact_q(X, y, np.full(400, 10.0), np.arange(260), 1.0)
+                               @ core.alpha[:260], rtol=0, atol=5e-7)
 
 
 @pytest.mark.parametrize("n_idle, compacted", [(1000, False), (1400, True)])

@@ -932,9 +932,16 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # GB): make_classification with 10 features (3% positives, C = 1; 47,000 SVs of 100,000 rows) 66 -> 21 s (growth
 # 41 -> 1.7 s), at C = 64 117 -> 50 s; 20 features (C = 4, 22,000 SVs of 48,000) 12.6 -> 9.2 s; 50 features (C = 1,
 # 48,000 SVs of 100,000) 83 -> 51 s.  Beyond 64 features untested: the Gram is kept.  Without the Gram there are no
-# Newton steps, so the Gram is kept once one has paid (large C: the 4M checkerboard at C = 2,560, 16,400 support
-# vectors, took 19.1 s instead of 15.7 s without them); many-support-vector problems at small C take none.
+# Newton steps, so once one has paid the Gram is kept up to NEWTON_GRAM_POINTS (large C: the 4M checkerboard at
+# C = 2,560, 16,400 support vectors, took 19.1 s instead of 15.7 s without them); many-support-vector problems at small
+# C take none.  Past that size the Gram's growth outweighs the Newton steps it allows: make_classification with 10
+# features and 3% positives (120,000 rows, C = 256, ~50,000 SVs; three Newton steps paid early) spent 53 of 227 s
+# growing a Gram of 55,000 points, and took 86 s with rows computed past this size (one fit each).  make_moons at
+# C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after 318 s (growth 143 s), and now converges
+# in 560 s: its pairwise steps without Newton steps are slow.  The size, not the time spent, decides, so a fit takes
+# the same path on every run.
 COMPUTED_ROWS_FROM = 20_000
+NEWTON_GRAM_POINTS = 32_768  # a float32 Gram of 4 GiB
 COMPUTED_ROWS_MAX_FEATURES = 64
 # Computed rows sum over each point's nonzero features when at most this share of the core points' features are
 # nonzero (CoreSetState.compute_rows_from).  Features are read from memory once per row and feature, so a row of
@@ -1437,7 +1444,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
             n_add = max(options.max_add, int(options.growth * np.sum(alpha > 0)))
             worst = violating[np.argsort(cand_scores[violating])[:n_add]]
             phase_start = fit_clock()
-            n_new = _grow(problem, core, in_core, candidates[worst], newton_record.kept == 0, cand_gradient[worst])
+            n_new = _grow(problem, core, in_core, candidates[worst], newton_record.kept > 0, cand_gradient[worst])
             seconds["growth"] += fit_clock() - phase_start
             if n_new == 0:
                 # No room left in the budget: one last strict solve of the core set, then stop.
@@ -1511,7 +1518,7 @@ IDLE_SHARE = 1.25
 IDLE_SHARE_COMPUTED = 2.0
 
 
-def _grow(problem, core: CoreSetState, in_core, new_points, may_compute_rows: bool = False,
+def _grow(problem, core: CoreSetState, in_core, new_points, newton_paid: bool = False,
           new_gradient: np.ndarray | None = None) -> int:
     """Add violators (worst first) to the core set; returns how many fitted.  ``new_gradient``: their scores, ``G``
     for computed rows (:func:`append_points`).
@@ -1521,10 +1528,12 @@ def _grow(problem, core: CoreSetState, in_core, new_points, may_compute_rows: bo
     budget.  Every pairwise step passes over the whole core set and
     its Gram matrix takes ``n^2`` entries: a slack of the round's allowance, ``growth x |active|``, let the core set
     reach 2.25 times its active points (the 1M checkerboard at C=10: 55,000 points for 33,700 active, 12 GB).
-    With ``may_compute_rows`` (no Newton step has paid so far) a core set of :func:`computable_rows` drops its Gram
-    past :data:`COMPUTED_ROWS_FROM` points (:meth:`CoreSetState.compute_rows_from`).
+    A core set of :func:`computable_rows` drops its Gram (:meth:`CoreSetState.compute_rows_from`) past
+    :data:`COMPUTED_ROWS_FROM` points, or past :data:`NEWTON_GRAM_POINTS` once a Newton step has paid
+    (``newton_paid``).
     """
-    if (may_compute_rows and not core.rows_computed and core.size + len(new_points) > COMPUTED_ROWS_FROM
+    rows_from = NEWTON_GRAM_POINTS if newton_paid else COMPUTED_ROWS_FROM
+    if (not core.rows_computed and core.size + len(new_points) > rows_from
             and computable_rows(problem, core.gram.dtype)):
         core.compute_rows_from(problem)
     n_active = int(np.sum(core.alpha[: core.size] > 0))
