@@ -936,10 +936,10 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # C = 2,560, 16,400 support vectors, took 19.1 s instead of 15.7 s without them); many-support-vector problems at small
 # C take none.  Past that size the Gram's growth outweighs the Newton steps it allows: make_classification with 10
 # features and 3% positives (120,000 rows, C = 256, ~50,000 SVs; three Newton steps paid early) spent 53 of 227 s
-# growing a Gram of 55,000 points, and took 86 s with rows computed past this size (one fit each).  make_moons at
-# C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after 318 s (growth 143 s), and now converges
-# in 560 s: its pairwise steps without Newton steps are slow.  The size, not the time spent, decides, so a fit takes
-# the same path on every run.
+# growing a Gram of 55,000 points (307 s with another seed), and took 86 s (81 s) with rows computed past this size.
+# make_moons at C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after 318 s (growth 143 s), and
+# now converges in 560 s: its pairwise steps without Newton steps are slow.  The size, not the time spent, decides,
+# so a fit takes the same path on every run.
 COMPUTED_ROWS_FROM = 20_000
 NEWTON_GRAM_POINTS = 32_768  # a float32 Gram of 4 GiB
 COMPUTED_ROWS_MAX_FEATURES = 64
