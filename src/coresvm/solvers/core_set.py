@@ -933,13 +933,13 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # 41 -> 1.7 s), at C = 64 117 -> 50 s; 20 features (C = 4, 22,000 SVs of 48,000) 12.6 -> 9.2 s; 50 features (C = 1,
 # 48,000 SVs of 100,000) 83 -> 51 s.  Beyond 64 features untested: the Gram is kept.  Without the Gram there are no
 # Newton steps, so once one has paid the Gram is kept up to NEWTON_GRAM_POINTS (large C: the 4M checkerboard at
-# C = 2,560, 16,400 support vectors, took 19.1 s instead of 15.7 s without them); many-support-vector problems at small
-# C take none.  Past that size the Gram's growth outweighs the Newton steps it allows: make_classification with 10
-# features and 3% positives (120,000 rows, C = 256, ~50,000 SVs; three Newton steps paid early) spent 53 of 227 s
-# growing a Gram of 55,000 points (307 s with another seed), and took 86 s (81 s) with rows computed past this size.
-# make_moons at C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after 318 s (growth 143 s), and
-# now converges in 560 s: its pairwise steps without Newton steps are slow.  The size, not the time spent, decides,
-# so a fit takes the same path on every run.
+# C = 2,560, 16,400-16,700 support vectors, took 19.1 s instead of 15.7 s without them); many-support-vector problems
+# at small C take none.  Past that size the Gram's growth outweighs the Newton steps it allows: make_classification
+# with 10 features and 3% positives (120,000 rows, C = 256, ~50,000 SVs; two or three Newton steps paid early) spent
+# 53 of 227 s growing a Gram of 55,000 points (156 of 307 s with another seed), and took 86 s (81 s) with rows
+# computed past this size.  make_moons at C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after
+# 318 s (growth 143 s), and converges in 560 s with rows computed past this size: its pairwise steps without Newton
+# steps are slow.  The size, not the time spent, decides, so a fit takes the same path on every run.
 COMPUTED_ROWS_FROM = 20_000
 NEWTON_GRAM_POINTS = 32_768  # a float32 Gram of 4 GiB
 COMPUTED_ROWS_MAX_FEATURES = 64
