@@ -401,12 +401,11 @@ class CoreSVC(SVCParameters, WarmStartMixin, ProbabilityMixin, ClassifierMixin, 
         loop ('coreset' and 'cvm'; small problems run a dense loop instead)
         add where the time went: ``rounds``,
         ``seconds_inner_solve``, ``seconds_scoring`` (candidates),
-        ``seconds_growth`` (new Gram rows, compaction), and the Newton steps
+        ``seconds_growth`` (new Gram rows, compaction), the Newton steps
         on the active face tried and kept (``newton_steps``,
-        ``newton_kept``), ``strict_margin``: whether a failed test
-        switched its strict solves to the Frank-Wolfe gap, and
-        ``rows_computed``: whether the core set outgrew its stored Gram
-        and computed its kernel rows per step instead.  ``relative_gap`` is
+        ``newton_kept``), and ``rows_computed``: whether the core set
+        outgrew its stored Gram and computed its kernel rows per step
+        instead.  ``relative_gap`` is
         ``1 - min_i (Q a)_i / a'Qa`` for every solver (with random search,
         that of the points it last scored).  The gsvm family ('bvm',
         'sphere', 'mnsvm') stops on its own rule instead, over random draws;

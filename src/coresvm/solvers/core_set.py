@@ -48,7 +48,7 @@ from ..kernels import (
     squared_norms,
     widened_dot,
 )
-from .active_face import FACE_RESIDUAL, NewtonRecord, diagonal_shortfall, gram_rows_product, solve_with_newton
+from .active_face import NewtonRecord, diagonal_shortfall, gram_rows_product, solve_with_newton
 from .clock import fit_clock, now
 from .engine import (
     SECOND_IMDM,
@@ -938,8 +938,8 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # with 10 features and 3% positives (120,000 rows, C = 256, ~50,000 SVs; two or three Newton steps paid early) spent
 # 53 of 227 s growing a Gram of 55,000 points (156 of 307 s with another seed), and took 86 s (81 s) with rows
 # computed past this size.  make_moons at C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after
-# 318 s (growth 143 s), and converges in 560 s with rows computed past this size: its pairwise steps without Newton
-# steps are slow.  The size, not the time spent, decides, so a fit takes the same path on every run.
+# 318 s (growth 143 s), and converges in 76-79 s (two seeds) with rows computed past this size.  The size, not the
+# time spent, decides, so a fit takes the same path on every run.
 COMPUTED_ROWS_FROM = 20_000
 NEWTON_GRAM_POINTS = 32_768  # a float32 Gram of 4 GiB
 COMPUTED_ROWS_MAX_FEATURES = 64
@@ -1269,11 +1269,6 @@ def violator_upper_bound(n_violators: int, n_drawn: int, confidence: float = STO
     return float(beta_distribution.ppf(confidence, n_violators + 1, n_drawn - n_violators))
 
 
-# A test sample, scored right after a strict solve, that finds this many times the allowed violator fraction says
-# that the duality gap left the margin loose: from then on the strict solves use the Frank-Wolfe gap.
-LOOSE_MARGIN_FACTOR = 10.0
-
-
 def draws_to_pass(fraction: float, confidence: float = STOP_CONFIDENCE) -> int:
     """The fewest uniform draws without a violator that bound the violator fraction below ``fraction``
     (``ln(1 - confidence) / ln(1 - fraction)``: 2,995 for 1e-3 at 95%, the "rule of three")."""
@@ -1301,10 +1296,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     violates by more than ``tol``, or, when ``tol >= 1e-3`` (a float32 Gram), also the tighter
     :func:`l2svm_duality_gap`, which bounds only the objective's distance to the optimum.  Either rule is exact
     when a round scores every point.  That duality gap can leave core points at zero weight violating by more than
-    ``tol``; on some problems (w8a at large C) the next strict solve then moves the margin past many points outside
-    the core set, and test after test fails.  A test that finds :data:`LOOSE_MARGIN_FACTOR` times the allowed
-    fraction right after a strict solve switches the later solves at the final tolerance to the Frank-Wolfe gap
-    alone, under which no core point violates by more than ``tol`` (``solver_info_``: ``strict_margin``).
+    ``tol``; the test counts only the points outside the core set, and a failed test adds its violators.
     """
     m = problem.n_points
     lam = float(problem.lam)
@@ -1331,7 +1323,6 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     finishing = core_set_full = False
     settled = None  # (support, alpha) after the last inner solve that time did not cut: the anytime model
     newton_record = NewtonRecord()  # rejected Newton steps make later solves try less eagerly
-    strict_margin = False  # strict solves by the Frank-Wolfe gap (LOOSE_MARGIN_FACTOR)
     seconds = {"inner_solve": 0.0, "scoring": 0.0, "growth": 0.0}
     while True:
         # Inexact inner solves: while the sample still finds violators, solve the
@@ -1346,7 +1337,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         phase_start = fit_clock()
         time_left = max(options.max_time - (phase_start - start), 0.0)
         steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left,
-                                       newton_record, strict_margin and inner_tol <= final_inner_tol)
+                                       newton_record)
         seconds["inner_solve"] += fit_clock() - phase_start
         total_steps += steps
         rounds += 1
@@ -1391,8 +1382,6 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         if near_margin is not None:
             near_margin.note(candidates, (cand_scores - mean_score) / scale, len(drawn))
             near_margin_rounds = near_margin.wanted(sampled_violators, len(drawn))
-        if testing and sampled_violators > LOOSE_MARGIN_FACTOR * options.violator_fraction * len(drawn):
-            strict_margin = True
         if testing and len(drawn) == m:  # every point was scored: the fraction is known exactly
             few_violators = sampled_violators <= options.violator_fraction * m
         elif testing:
@@ -1460,8 +1449,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # it differs from a float64 kernel recomputation only by the float32 entries' rounding: 4e-5 to 4e-4
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
-    phases = {**phase_record(seconds, newton_record), "strict_margin": strict_margin,
-              "rows_computed": core.rows_computed}
+    phases = {**phase_record(seconds, newton_record), "rows_computed": core.rows_computed}
     return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at, phases
 
 
@@ -1474,12 +1462,11 @@ def phase_record(seconds: dict, newton: NewtonRecord) -> dict:
 
 
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
-                time_left: float, newton_record: NewtonRecord, strict_margin: bool = False) -> tuple[int, float]:
+                time_left: float, newton_record: NewtonRecord) -> tuple[int, float]:
     """Solve the core set to ``tol``: pairwise steps (:func:`inner_solve`), and for the L2-SVM (``lam = 0``)
     Newton steps on the active face where their rate is slow
-    (:func:`~coresvm.solvers.active_face.solve_with_newton`).  ``strict_margin``: to the Frank-Wolfe gap alone
-    (every core point within ``tol`` of the margin), which also measures the Newton steps' rate."""
-    gap_weights = core.inv_c[:0] if strict_margin else duality_gap_weights(core.inv_c, float(options.tol), lam)
+    (:func:`~coresvm.solvers.active_face.solve_with_newton`), a rate measured by the L2-SVM's duality gap."""
+    gap_weights = duality_gap_weights(core.inv_c, float(options.tol), lam)
 
     row_threads = max(1, min(parallel_loop_threads(), n // PARALLEL_ROWS_MIN_POINTS)) if core.rows_computed else 1
 
@@ -1493,17 +1480,13 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     inv_c = core.inv_c[:n]
 
     def relative_gap(alpha: np.ndarray, G: np.ndarray) -> float:
-        n2 = max(float(alpha @ G), 1e-300)
-        if strict_margin:
-            return (n2 - float(G.min())) / n2  # the Frank-Wolfe gap 2 (a'Qa - min_t G_t) over 2 a'Qa
-        return l2svm_duality_gap(alpha, G, inv_c, n) / (2.0 * n2)
+        # The duality gap averages a face minimum's errors out; the Frank-Wolfe gap, a maximum over the points,
+        # stays as far off as the face's residual, and on a noisy XOR the solves then alternated between faces and
+        # pairwise steps for 10 million steps.
+        return l2svm_duality_gap(alpha, G, inv_c, n) / (2.0 * max(float(alpha @ G), 1e-300))
 
-    # The Frank-Wolfe gap is a maximum over the points: a face minimum FACE_RESIDUAL off in its gradient stays
-    # that far from it, and on a noisy XOR the solves then alternated between faces and pairwise steps for 10
-    # million steps.  The duality gap averages the errors out.
-    face_residual = min(FACE_RESIDUAL, tol) if strict_margin else FACE_RESIDUAL
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
-                             relative_gap, inv_c, newton_record, face_residual, core.diag[:n])
+                             relative_gap, inv_c, newton_record, diag=core.diag[:n])
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:
