@@ -356,8 +356,7 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
 
 
 def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=None,
-                record: NewtonRecord | None = None, face_residual: float = FACE_RESIDUAL,
-                diag: np.ndarray | None = None) -> tuple[bool, int, float]:
+                record: NewtonRecord | None = None, diag: np.ndarray | None = None) -> tuple[bool, int, float]:
     """Move ``alpha[:n_w]`` and ``G[:n_w]`` to the face minimum, followed by ``polish() -> steps`` pairwise steps
     (which bring back the points outside the face that violate), and keep the result when its objective ``a'Qa``
     is below the iterate's; else restore the iterate.  Returns (kept, polish steps, the duality gap
@@ -367,7 +366,7 @@ def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=
     such steps by their gap left a9a at C = 4,096 to ~1.7 million pairwise steps: 55-68 s instead of 25-41 s).
     The face may be too small (a support point dropped with the others, or not yet in it): then its minimum alone
     is worse than the iterate, yet after the polish the better start.  ``diag``: as :func:`face_minimum`'s."""
-    found = face_minimum(gram, alpha, n_w, inv_c, G, record, face_residual, diag)
+    found = face_minimum(gram, alpha, n_w, inv_c, G, record, diag=diag)
     if found is None:
         return False, 0, gap_now
     face, weights, _ = found
@@ -474,12 +473,12 @@ def newton_cheaper(per_step: float, gap: float, tol: float, n_w: int, n_face: in
 
 def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_steps: int, time_left: float,
                       gap_of, inv_c=None, record: NewtonRecord | None = None,
-                      face_residual: float = FACE_RESIDUAL, diag: np.ndarray | None = None) -> tuple[int, float]:
+                      diag: np.ndarray | None = None) -> tuple[int, float]:
     """Run ``pairwise_solve(tol, max_steps, time_left) -> (steps, gap)`` in chunks, taking a Newton step on the
     active face when the chunks' rate says it pays (:func:`newton_pays`).  Returns (steps, gap) as the pairwise
     solve does.  ``gap_of(alpha, G)``: the relative duality gap of the L2-SVM, which measures the rate.
-    ``record``: the fit's :class:`NewtonRecord`, shared by its solves (a fresh one when not given).  ``face_residual``:
-    the faces' relative residual, ``diag`` Q's diagonal where the Gram's cannot hold it (:func:`face_minimum`)."""
+    ``record``: the fit's :class:`NewtonRecord`, shared by its solves (a fresh one when not given).  ``diag``: Q's
+    diagonal where the Gram's cannot hold it (:func:`face_minimum`)."""
     record = NewtonRecord() if record is None else record
     start = fit_clock()
     chunk = max(MIN_CHUNK_STEPS, CHUNK_STEPS_PER_POINT * n_w)
@@ -502,7 +501,7 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
                 return pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))[0]
 
             kept, polish_steps, gap_after = newton_step(gram, alpha, G, n_w, gap_of, polish, gap_after, inv_c,
-                                                        record, face_residual, diag)
+                                                        record, diag)
             steps_done += polish_steps
             record.note(kept, by_cg=not factorize, n_face=n_face)
             if not kept:
