@@ -155,7 +155,6 @@ def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray, face_residual: 
 
 
 def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord | None = None,
-                 face_residual: float = FACE_RESIDUAL,
                  diag: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """The minimizer of ``a'Qa`` on the simplex face of the positive weights in ``alpha[:n_w]``.
 
@@ -167,8 +166,8 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord
     pairwise steps that follow settle the few clipped weights for less.  Returns ``(face, weights, exact)``:
     ``exact`` when no weight came out negative, else the last solution's weights clipped at zero and
     renormalized.  None when the face is large and ``inv_c`` or ``G`` is missing, or the system has no
-    positive solution (``Q_SS`` not numerically positive definite).  ``face_residual``: the relative residual the
-    face's system is solved to.  ``diag``: Q's diagonal in float64 where the Gram's cannot hold it
+    positive solution (``Q_SS`` not numerically positive definite).  The face's system is solved to the relative
+    residual :data:`FACE_RESIDUAL`.  ``diag``: Q's diagonal in float64 where the Gram's cannot hold it
     (:func:`diagonal_shortfall`; None: the Gram's own).
     """
     face = np.flatnonzero(alpha[:n_w] > 0)
@@ -178,13 +177,13 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord
         if inv_c is None or G is None:
             return None
         x = face_system_by_cg(gram, face, inv_c, n_w, alpha[face] / max(float(alpha[:n_w] @ G[:n_w]), 1e-300),
-                              record, face_residual, diag)
+                              record, FACE_RESIDUAL, diag)
         if x is None or not x.sum() > 0.0:
             return None
         positive = x > 0.0
         return face[positive], x[positive] / x[positive].sum(), bool(positive.all())
     for attempt in range(NEWTON_MAX_DROPS + 1):
-        x = solve_face_system(gram[np.ix_(face, face)], face_residual, None if diag is None else diag[face])
+        x = solve_face_system(gram[np.ix_(face, face)], FACE_RESIDUAL, None if diag is None else diag[face])
         if x is None or not x.sum() > 0.0:
             return None
         weights = x / x.sum()

@@ -938,7 +938,7 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # with 10 features and 3% positives (120,000 rows, C = 256, ~50,000 SVs; two or three Newton steps paid early) spent
 # 53 of 227 s growing a Gram of 55,000 points (156 of 307 s with another seed), and took 86 s (81 s) with rows
 # computed past this size.  make_moons at C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after
-# 318 s (growth 143 s), and converges in 76-79 s (two seeds) with rows computed past this size.  The size, not the
+# 318 s (growth 143 s), and converges in 76-80 s (two seeds) with rows computed past this size.  The size, not the
 # time spent, decides, so a fit takes the same path on every run.
 COMPUTED_ROWS_FROM = 20_000
 NEWTON_GRAM_POINTS = 32_768  # a float32 Gram of 4 GiB
@@ -1296,7 +1296,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     violates by more than ``tol``, or, when ``tol >= 1e-3`` (a float32 Gram), also the tighter
     :func:`l2svm_duality_gap`, which bounds only the objective's distance to the optimum.  Either rule is exact
     when a round scores every point.  That duality gap can leave core points at zero weight violating by more than
-    ``tol``; the test counts only the points outside the core set, and a failed test adds its violators.
+    ``tol``: the test, which scores only points outside the core set, does not count them.
     """
     m = problem.n_points
     lam = float(problem.lam)
@@ -1480,9 +1480,9 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     inv_c = core.inv_c[:n]
 
     def relative_gap(alpha: np.ndarray, G: np.ndarray) -> float:
-        # The duality gap averages a face minimum's errors out; the Frank-Wolfe gap, a maximum over the points,
-        # stays as far off as the face's residual, and on a noisy XOR the solves then alternated between faces and
-        # pairwise steps for 10 million steps.
+        # The duality gap averages a face minimum's residual out; measured by the Frank-Wolfe gap (a maximum over
+        # the points, as far off as FACE_RESIDUAL), the solves on a noisy XOR alternated between faces and pairwise
+        # steps for 10 million steps.
         return l2svm_duality_gap(alpha, G, inv_c, n) / (2.0 * max(float(alpha @ G), 1e-300))
 
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
