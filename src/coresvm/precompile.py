@@ -77,7 +77,8 @@ def _newton_steps() -> None:
 
 def _float32_products() -> None:
     """Score candidates as the core-set loop does (float32 kernel values summed in float64) in each layout the
-    small fits above miss: more features than the fused loop takes, a sparse support against fewer dense
+    small fits above miss: more features than the fused loop takes (with a gamma too large for the factorized
+    product, too), a sparse support against fewer dense
     candidates, and sparse candidates against a dense support; the sparse products of a CSR core set's growth
     (float32) and of predictions (float64), against dense rows and by a sparse support's columns (with and without
     a dense block of frequent features); and the CSR copy of sparse dense rows."""
@@ -87,6 +88,8 @@ def _float32_products() -> None:
     for candidates, right in ((support[:200], support), (support[:20], sp.csr_matrix(support)),
                               (sp.csr_matrix(support[:200]), support)):
         kernel_product(candidates, right, spec, np.ones(300), precision=np.float32)
+    # a gamma whose exponents exceed float32's range for the factorized product: kernel values summed as they are
+    kernel_product(support[:200], support, KernelSpec("rbf", gamma=100.0), np.ones(300), precision=np.float32)
     for dtype in (np.float32, np.float64):
         sparse_times_dense(sp.csr_matrix(support[:20], dtype=dtype), support.T.astype(dtype))
         for head in (np.arange(0), np.arange(3)):  # by the support's columns, without and with a dense head
