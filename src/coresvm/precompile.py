@@ -78,10 +78,10 @@ def _newton_steps() -> None:
 def _float32_products() -> None:
     """Score candidates as the core-set loop does (float32 kernel values summed in float64) in each layout the
     small fits above miss: more features than the fused loop takes (with a gamma too large for the factorized
-    product, too), a sparse support against fewer dense
-    candidates, and sparse candidates against a dense support; the sparse products of a CSR core set's growth
-    (float32) and of predictions (float64), against dense rows and by a sparse support's columns (with and without
-    a dense block of frequent features); and the CSR copy of sparse dense rows."""
+    product, too), a sparse support against fewer dense candidates, and sparse candidates against a dense support;
+    the sparse products of a CSR core set's growth (float32) and of predictions (float64), against dense rows and
+    by a sparse support's columns (with and without a dense block of frequent features); and the CSR copy of sparse
+    dense rows."""
     rng = np.random.default_rng(0)
     spec = KernelSpec("rbf", gamma=0.1)
     support = rng.random((300, FUSED_MAX_FEATURES + 1))
