@@ -938,8 +938,8 @@ def _widened(values: np.ndarray, capacity: int, n: int) -> np.ndarray:
 # with 10 features and 3% positives (120,000 rows, C = 256, ~50,000 SVs; two or three Newton steps paid early) spent
 # 53 of 227 s growing a Gram of 55,000 points (156 of 307 s with another seed), and took 86 s (81 s) with rows
 # computed past this size.  make_moons at C = 1,024 (~60,000 SVs) filled the 'auto' budget's Gram unconverged after
-# 318 s (growth 143 s), and converges in 76-80 s (two seeds) with rows computed past this size.  The size, not the
-# time spent, decides, so a fit takes the same path on every run.
+# 318 s (growth 143 s), and converges in 48-80 s (three seeds) with rows computed past this size.  The size, not
+# the time spent, decides, so a fit takes the same path on every run.
 COMPUTED_ROWS_FROM = 20_000
 NEWTON_GRAM_POINTS = 32_768  # a float32 Gram of 4 GiB
 COMPUTED_ROWS_MAX_FEATURES = 64
