@@ -358,12 +358,14 @@ def run_dataset(data: Dataset, opts: argparse.Namespace, svc_fractions: Sequence
 
 # --------------------------------------------------------------------------- report
 def git_revision() -> str:
-    """Short commit of the repository, with '+dirty' for uncommitted changes."""
+    """Short commit of the repository, with '+dirty' for uncommitted changes outside ``benchmarks/results`` (the
+    results a run of several scripts writes before the next one starts are not changes to the code measured)."""
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!benchmarks/results"], cwd=REPO_ROOT,
+                               capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("+dirty" if dirty.strip() else "")
