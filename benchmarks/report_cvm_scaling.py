@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tol", type=float, default=1e-2)
     parser.add_argument("--C", type=float, default=CORESVC_C, help=f"CoreSVC's C (default {CORESVC_C:g})")
     parser.add_argument("--n-candidates", type=int, default=None,
-                        help="CoreSVC's n_candidates: a fixed sample per round (default: its own, m / 25 or more)")
+                        help="CoreSVC's n_candidates: a fixed sample per round and the stopping test's sample "
+                        "(default: CoreSVC's own, at least m / 25 per round and 10,000 for the test)")
     parser.add_argument("--out", default=None)
     opts = parser.parse_args(argv)
     coresvm = import_coresvm()
@@ -73,8 +74,8 @@ def main(argv=None) -> int:
         f"- Command: `{command}`",
         f"- Machine: {platform.platform()}, Python {platform.python_version()}; coresvm git {git_revision()}",
         f"- RBF gamma = {GAMMA:g}; CoreSVC C = {opts.C:g}, tol = {opts.tol:g}, max_time = {opts.max_time:g} s, "
-        f"random_state = 0, n_candidates = {opts.n_candidates or 'default'}; SVC C = {SVC_C:g}; "
-        "test: 100,000 fresh points",
+        f"random_state = 0, n_candidates = {'default' if opts.n_candidates is None else opts.n_candidates}; "
+        f"SVC C = {SVC_C:g}; test: 100,000 fresh points",
         "",
         "| m | method | train time (s) | test acc (%) | #SV | status |",
         "|--:|---|--:|--:|--:|---|",
