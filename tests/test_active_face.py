@@ -296,3 +296,12 @@ def test_the_float64_diagonal_stands_in_for_a_float32_gram_that_cannot_hold_one_
     expected = np.linalg.solve(Q, np.ones(3))
     np.testing.assert_allclose(solve_face_system(gram, diag_face=np.diag(Q)), expected, rtol=1e-6)
     assert solve_face_system(gram) is None or not np.allclose(solve_face_system(gram), expected, rtol=1e-2)
+
+
+def test_the_face_residual_follows_the_solve_tolerance_within_its_bounds():
+    """30 tol, within [0.1, 0.3]: the default tol = 1e-2 gets 0.3, a solve to 1e-3 the former 0.1."""
+    assert active_face.face_residual_for(1e-2) == pytest.approx(0.3)
+    assert active_face.face_residual_for(0.2) == pytest.approx(0.3)
+    assert active_face.face_residual_for(5e-3) == pytest.approx(0.15)
+    assert active_face.face_residual_for(1e-3) == pytest.approx(0.1)
+    assert active_face.face_residual_for(1e-6) == pytest.approx(0.1)

@@ -55,11 +55,25 @@ CG_NS_PER_ENTRY = 0.3
 NEWTON_MAX_DROPS = 1
 # float64 refinement steps of the float32 factorization's solution, and the relative residual it and the conjugate
 # gradients must reach.  The face minimum is only a start for the pairwise steps, which settle its last digits, and
-# it is kept only when it lowers the objective: 1e-2 instead of 1e-3 cut a9a at C = 1,024 from 38 s to 26 s, and
+# it is kept only when it lowers the objective: 1e-2 instead of 1e-3 cut a9a at C = 1,024 from 38 s to 26 s,
 # 1e-1 instead of 1e-2 made 22 of 25 fits faster (median 0.86x; the checkerboard at C = 2,560 and 10,240, ijcnn1
-# at C = 16,384 and 65,536, a9a at C = 256, 1,024 and 4,096 -- there 68 s -> 28 s; paired Wilcoxon p = 0.0002).
+# at C = 16,384 and 65,536, a9a at C = 256, 1,024 and 4,096 -- there 68 s -> 28 s; paired Wilcoxon p = 0.0002), and
+# at the default tol = 1e-2, 0.3 instead of 0.1 made 23 of 36 paired fits faster and 8 slower (geometric mean 0.92x,
+# total 290 -> 258 s; a9a at C = 4,096 faster on all four seeds, 18-25 s -> 12-19 s, ijcnn1 at C = 65,536 on all four,
+# w8a at C = 4,096 on three; slower: the 1M checkerboard at C = 2,560 by 2-6%); 0.5 was too loose (4 of 18 faster,
+# 13 slower).  A tighter solve needs a better start: on 2,000 checkerboard points at C = 10^4 solved to 1e-3, faces
+# solved to 0.3 saved 19% of the pairwise steps, to 0.1 over half.  So the residual is FACE_RESIDUAL_PER_TOL times
+# the solve's tolerance, within [FACE_RESIDUAL, LOOSEST_FACE_RESIDUAL] (face_residual_for).
 REFINEMENTS = 3
 FACE_RESIDUAL = 1e-1
+LOOSEST_FACE_RESIDUAL = 0.3
+FACE_RESIDUAL_PER_TOL = 30.0
+
+
+def face_residual_for(tol: float) -> float:
+    """The relative residual to which a Newton step solves its face system when the solve's tolerance is ``tol``:
+    ``30 tol`` within [0.1, 0.3] (0.3 at the default tol = 1e-2; see FACE_RESIDUAL)."""
+    return float(min(max(FACE_RESIDUAL_PER_TOL * tol, FACE_RESIDUAL), LOOSEST_FACE_RESIDUAL))
 # Rough costs in nanoseconds, to compare the two ways to the tolerance: one Gram entry touched by a
 # pairwise step (two rows read, the gradient written), and one flop of a float32 Cholesky factorization on one
 # thread.
@@ -148,14 +162,16 @@ def _refined_float32_solve(Q_face: np.ndarray, ones: np.ndarray, face_residual: 
     for _ in range(REFINEMENTS + 1):
         x += cho_solve(factor, residual(x).astype(np.float32), check_finite=False)
     # The face minimum is a start for the pairwise steps, judged by its objective after them: a relative residual of
-    # FACE_RESIDUAL is plenty.  Beyond it, float32 cannot hold the system (condition number ~1 / float32 epsilon).
+    # 0.1-0.3 (face_residual_for) is plenty.  Much below it, float32 cannot hold the system (condition number ~1 /
+    # float32 epsilon).
     if np.linalg.norm(residual(x)) <= face_residual * np.sqrt(len(ones)):
         return x
     return None
 
 
 def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord | None = None,
-                 diag: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool] | None:
+                 diag: np.ndarray | None = None, face_residual: float = FACE_RESIDUAL
+                 ) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """The minimizer of ``a'Qa`` on the simplex face of the positive weights in ``alpha[:n_w]``.
 
     Faces that :func:`factorizes` picks (up to :data:`CHOLESKY_MAX_FACE` points, or
@@ -167,8 +183,8 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord
     ``exact`` when no weight came out negative, else the last solution's weights clipped at zero and
     renormalized.  None when the face is large and ``inv_c`` or ``G`` is missing, or the system has no
     positive solution (``Q_SS`` not numerically positive definite).  The face's system is solved to the relative
-    residual :data:`FACE_RESIDUAL`.  ``diag``: Q's diagonal in float64 where the Gram's cannot hold it
-    (:func:`diagonal_shortfall`; None: the Gram's own).
+    residual ``face_residual`` (:func:`face_residual_for`).  ``diag``: Q's diagonal in float64 where the Gram's
+    cannot hold it (:func:`diagonal_shortfall`; None: the Gram's own).
     """
     face = np.flatnonzero(alpha[:n_w] > 0)
     if len(face) < 2:
@@ -177,13 +193,13 @@ def face_minimum(gram, alpha, n_w: int, inv_c=None, G=None, record: NewtonRecord
         if inv_c is None or G is None:
             return None
         x = face_system_by_cg(gram, face, inv_c, n_w, alpha[face] / max(float(alpha[:n_w] @ G[:n_w]), 1e-300),
-                              record, FACE_RESIDUAL, diag)
+                              record, face_residual, diag)
         if x is None or not x.sum() > 0.0:
             return None
         positive = x > 0.0
         return face[positive], x[positive] / x[positive].sum(), bool(positive.all())
     for attempt in range(NEWTON_MAX_DROPS + 1):
-        x = solve_face_system(gram[np.ix_(face, face)], FACE_RESIDUAL, None if diag is None else diag[face])
+        x = solve_face_system(gram[np.ix_(face, face)], face_residual, None if diag is None else diag[face])
         if x is None or not x.sum() > 0.0:
             return None
         weights = x / x.sum()
@@ -355,7 +371,8 @@ def face_system_by_cg(gram, face: np.ndarray, inv_c: np.ndarray, n_w: int, start
 
 
 def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=None,
-                record: NewtonRecord | None = None, diag: np.ndarray | None = None) -> tuple[bool, int, float]:
+                record: NewtonRecord | None = None, diag: np.ndarray | None = None,
+                face_residual: float = FACE_RESIDUAL) -> tuple[bool, int, float]:
     """Move ``alpha[:n_w]`` and ``G[:n_w]`` to the face minimum, followed by ``polish() -> steps`` pairwise steps
     (which bring back the points outside the face that violate), and keep the result when its objective ``a'Qa``
     is below the iterate's; else restore the iterate.  Returns (kept, polish steps, the duality gap
@@ -365,7 +382,7 @@ def newton_step(gram, alpha, G, n_w: int, gap_of, polish, gap_now: float, inv_c=
     such steps by their gap left a9a at C = 4,096 to ~1.7 million pairwise steps: 55-68 s instead of 25-41 s).
     The face may be too small (a support point dropped with the others, or not yet in it): then its minimum alone
     is worse than the iterate, yet after the polish the better start.  ``diag``: as :func:`face_minimum`'s."""
-    found = face_minimum(gram, alpha, n_w, inv_c, G, record, diag=diag)
+    found = face_minimum(gram, alpha, n_w, inv_c, G, record, diag=diag, face_residual=face_residual)
     if found is None:
         return False, 0, gap_now
     face, weights, _ = found
@@ -500,7 +517,7 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
                 return pairwise_solve(tol, quota, max(time_left - (fit_clock() - start), 0.0))[0]
 
             kept, polish_steps, gap_after = newton_step(gram, alpha, G, n_w, gap_of, polish, gap_after, inv_c,
-                                                        record, diag)
+                                                        record, diag, face_residual_for(tol))
             steps_done += polish_steps
             record.note(kept, by_cg=not factorize, n_face=n_face)
             if not kept:
