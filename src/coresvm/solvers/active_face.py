@@ -74,6 +74,8 @@ def face_residual_for(tol: float) -> float:
     """The relative residual to which a Newton step solves its face system when the solve's tolerance is ``tol``:
     ``30 tol`` within [0.1, 0.3] (0.3 at the default tol = 1e-2; see FACE_RESIDUAL)."""
     return float(min(max(FACE_RESIDUAL_PER_TOL * tol, FACE_RESIDUAL), LOOSEST_FACE_RESIDUAL))
+
+
 # Rough costs in nanoseconds, to compare the two ways to the tolerance: one Gram entry touched by a
 # pairwise step (two rows read, the gradient written), and one flop of a float32 Cholesky factorization on one
 # thread.
