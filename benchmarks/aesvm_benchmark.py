@@ -52,7 +52,6 @@ import gzip
 import lzma
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -62,6 +61,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 import sklearn
+from provenance import git_revision
 from sklearn.datasets import load_svmlight_file
 from sklearn.svm import SVC
 
@@ -335,14 +335,6 @@ def report(results: dict, opts: argparse.Namespace) -> str:
                 lines.append(f"{head} {p.C:g} | {p.ae_time:.2f} | {100 * p.ae_acc:.2f} | {p.ae_nsv} | "
                              f"{fmt(p.svc_time)} | {fmt(100 * p.svc_acc)} | {p.svc_nsv} |")
     return "\n".join(lines) + "\n"
-
-
-def git_revision() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 def log(message: str) -> None:

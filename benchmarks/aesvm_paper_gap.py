@@ -36,7 +36,8 @@ from sklearn.neighbors import NearestNeighbors
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from aesvm_benchmark import datasets_dir, git_revision, load_libsvm, log  # noqa: E402
+from aesvm_benchmark import datasets_dir, load_libsvm, log  # noqa: E402
+from provenance import git_revision  # noqa: E402
 
 from coresvm import aesvm  # noqa: E402
 from coresvm.kernels import KernelSpec  # noqa: E402

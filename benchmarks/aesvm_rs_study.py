@@ -28,7 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from aesvm_benchmark import git_revision, load_kdd99, log  # noqa: E402
+from aesvm_benchmark import load_kdd99, log  # noqa: E402
+from provenance import git_revision  # noqa: E402
 
 from coresvm.aesvm import derive_representative_set  # noqa: E402
 from coresvm.kernels import KernelSpec  # noqa: E402

@@ -40,6 +40,7 @@ from coresvm.datasets import make_checkerboard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402 - the data sets, their C and gamma, and the process helpers are compare.py's
+from provenance import git_revision, library_versions, machine  # noqa: E402
 
 STEPS = 6  # C x 4^k, k = 0..5
 FIT_LIMIT_S = 600.0  # a fit's process (warm-up and timed fit) is stopped after this
@@ -139,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["# CoreSVC's fit time over the C range (SVC's C x 1 .. x 1024)", "",
              f"- command: `python benchmarks/c_range.py {shlex.join(argv)}`".rstrip(),
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             f"- revision: {compare.revision()}",
-             f"- machine: {compare.machine()}",
-             f"- libraries: {compare.versions()}", "",
+             f"- revision: {git_revision()}",
+             f"- machine: {machine()}",
+             f"- libraries: {library_versions()}", "",
              "Each fit ran in a fresh process after a warm-up fit of the same kind; fit s is the wall time of "
              "`fit` alone.  CoreSVC: defaults, the data set's gamma and the C given.  'x the fit at SVC's C' "
              "divides by the same method's fit at the smallest C.", ""]

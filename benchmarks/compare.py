@@ -35,10 +35,8 @@ import json
 import lzma
 import multiprocessing
 import os
-import platform
 import resource
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +49,7 @@ from queue import Empty
 
 import numpy as np
 import scipy.sparse as sp
+from provenance import git_revision, library_versions, machine
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -470,49 +469,13 @@ def plot(name: str, rows: list[Row], folder: Path) -> Path | None:
     return path
 
 
-def versions() -> str:
-    names = ["numpy", "scipy", "numba", "scikit-learn", "scikit-learn-intelex", "coresvm"]
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = []
-    for package in names:
-        try:
-            found.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            found.append(f"{package} (not installed)")
-    return ", ".join(found)
-
-
-def machine() -> str:
-    """Architecture, CPU model (Linux), cores and Python: the sessions' machines differ, and so do the seconds."""
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
-    except OSError:
-        pass
-    cpu = f"{platform.machine()}" + (f" ({model})" if model else "")
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
-def revision() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def header(argv: list[str]) -> list[str]:
     return ["# coresvm against SVC, sklearnex SVC, SVC on subsamples and Nystroem", "",
             f"- command: `{shlex.join(['python', 'benchmarks/compare.py', *argv])}`",
             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-            f"- revision: {revision()}",
+            f"- revision: {git_revision()}",
             f"- machine: {machine()}",
-            f"- libraries: {versions()}", "",
+            f"- libraries: {library_versions()}", "",
             "Each method ran in a fresh process after a warm-up fit of the same kind (compiled code loaded); "
             "fit s is the median wall time of `fit` alone over the timed fits (up to `--repeats`, while they took "
             "under a minute together), their range beside it.  CoreSVC: defaults, the data set's gamma, and C "

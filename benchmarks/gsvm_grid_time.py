@@ -27,6 +27,7 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run_benchmarks as rb  # noqa: E402
+from provenance import git_revision  # noqa: E402
 
 GSVM_C = [4.0**k for k in range(-2, 6)]  # gsvm's default grid (Strack 2013, gsvm options -c/-C/-r)
 GSVM_GAMMA = [4.0**k for k in range(-5, 3)]
@@ -97,7 +98,7 @@ def main(argv=None) -> None:
     args.c, args.gamma = rb.parse_floats(args.c), rb.parse_floats(args.gamma)
     rb.import_coresvm()
     out = [f"## `{' '.join(['python', *sys.orig_argv[1:]])}`", "",
-           f"git {rb.git_revision()}; one fit per grid point and solver, CoreSVC max_time = {args.max_time:g} s; "
+           f"git {git_revision()}; one fit per grid point and solver, CoreSVC max_time = {args.max_time:g} s; "
            "SVC has no time limit.", ""]
     for name in args.datasets.split(","):
         out += run(name, args)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from sklearn.svm import SVC
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from multiclass_benchmark import DATASETS, timed_fit  # noqa: E402
+from provenance import git_revision  # noqa: E402
 
 from coresvm.datasets import datasets_dir  # noqa: E402
 from coresvm.svc import CoreSVC  # noqa: E402
@@ -83,15 +83,6 @@ def run_dataset(name, args, rows):
                      svc_time / seconds, acc - svc_acc, note))
         print(f"   {solver} C={C:g} (validation {', '.join(f'{c:g}: {s:.4f}' for c, s in scores.items())}): "
               f"{seconds:.2f} s, {acc:.2f}%, #SV {len(model.support_)} {note}", flush=True)
-
-
-def git_revision() -> str:
-    try:
-        root = Path(__file__).resolve().parents[1]
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def c_choice(args) -> str:

@@ -56,6 +56,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402 - the comparison's process, timing and report helpers
+from provenance import git_revision, library_versions, machine  # noqa: E402
 
 N_POINTS, TEST_SHARE = 150_000, 0.2
 FRACTIONS = (0.1, 0.25)
@@ -189,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"# Many support vectors: {title} against SVC, sklearnex SVC and SVC on subsamples", "",
              f"- command: `{shlex.join(['python', 'benchmarks/many_support_vectors.py', *argv])}`",
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             f"- revision: {compare.revision()}",
-             f"- machine: {compare.machine()}",
-             f"- libraries: {compare.versions()}", "",
+             f"- revision: {git_revision()}",
+             f"- machine: {machine()}",
+             f"- libraries: {library_versions()}", "",
              "Each method ran in a fresh process after a warm-up fit of the same kind; fit s is the median wall time "
              "of `fit` alone.  CoreSVC ran at SVC's C with its defaults.", ""]
     with tempfile.TemporaryDirectory() as folder:

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from provenance import git_revision
 
 from coresvm.datasets import make_checkerboard
 
@@ -155,15 +156,6 @@ def cascade_vs_single(n: int, n_partitions: int, max_rounds: int) -> dict:
     return result
 
 
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(__file__).parent)
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
 def report(memmap_runs: list[dict], cascade: dict | None, command: str, cache_size: float) -> str:
     import coresvm
 
@@ -175,7 +167,7 @@ def report(memmap_runs: list[dict], cascade: dict | None, command: str, cache_si
         f"- Machine: {platform.platform()}, os.cpu_count() = {os.cpu_count()} (shared with other jobs: "
         "timings are noisy)",
         f"- coresvm from `{Path(coresvm.__file__).parent}`",
-        f"- git commit: {git_commit()}",
+        f"- git commit: {git_revision()}",
         f"- CoreSVC parameters: {PARAMS} (solver 'coreset', cache_size {cache_size:g} MB for part A, 200 MB for "
         "part B); test set: 100,000 fresh points",
         "",

@@ -27,7 +27,8 @@ import numpy as np
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_benchmarks import git_revision, import_coresvm  # noqa: E402
+from provenance import git_revision  # noqa: E402
+from run_benchmarks import import_coresvm  # noqa: E402
 
 GAMMA = 2.0  # unit cells on [0, 4)^2; run_benchmarks.py uses the same width
 CORESVC_C = 1024.0  # selected on validation data by run_benchmarks.py (results/checkerboard.md)

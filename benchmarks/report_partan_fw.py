@@ -46,7 +46,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_benchmarks import git_revision, import_coresvm, load_dataset  # noqa: E402
+from provenance import git_revision  # noqa: E402
+from run_benchmarks import import_coresvm, load_dataset  # noqa: E402
 
 # C = 16, the top of the FW-SVM code's default grid 2^-4..2^4 (notes on Frandi et al. 2015, sec. 3.3).
 # At the larger C that run_benchmarks.py selects for accuracy (ijcnn1 4096), no FW-family solver reached

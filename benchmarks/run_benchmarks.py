@@ -42,7 +42,6 @@ import platform
 import resource
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,6 +56,7 @@ from types import ModuleType
 import numpy as np
 import scipy.sparse as sp
 import sklearn
+from provenance import git_revision
 from sklearn.base import BaseEstimator
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
@@ -357,20 +357,6 @@ def run_dataset(data: Dataset, opts: argparse.Namespace, svc_fractions: Sequence
 
 
 # --------------------------------------------------------------------------- report
-def git_revision() -> str:
-    """Short commit of the repository, with '+dirty' for uncommitted changes outside ``benchmarks/results`` (the
-    results a run of several scripts writes before the next one starts are not changes to the code measured)."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!benchmarks/results"], cwd=REPO_ROOT,
-                               capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return commit + ("+dirty" if dirty.strip() else "")
-
-
 def header(data: Dataset, opts: argparse.Namespace, n_train_full: int) -> list[str]:
     """Markdown lines describing the machine, versions, command and settings."""
     X = data.X_train

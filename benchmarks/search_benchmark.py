@@ -28,7 +28,6 @@ import argparse
 import gzip
 import lzma
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -41,6 +40,8 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.preprocessing import MinMaxScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's coresvm, not an installed one
+from provenance import git_revision  # noqa: E402
+
 from coresvm import CoreSVC  # noqa: E402
 from coresvm.datasets import datasets_dir  # noqa: E402
 from coresvm.model_selection import GSVM_PARAM_GRID, PatternSearchCV  # noqa: E402
@@ -108,14 +109,6 @@ def synthetic(n_surfaces: int, seed: int) -> str:
             counts.append(len(search.cv_results_["params"]))
         lines.append(f"| {restarts} | {np.mean(counts):.1f} | {max(counts)} | {found}/{n_surfaces} |")
     return "\n".join(lines)
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def replay_pattern(surface: dict, **settings) -> tuple[int, tuple]:
@@ -293,7 +286,7 @@ def main(argv=None) -> int:
               + ("Estimator: a fake one whose score is the surface. " if args.synthetic else
                  f"Estimator: {args.estimator} (solver {args.solver}), gsvm's 8x8 grid, n_jobs={args.n_jobs}, "
                  f"n_restarts={args.n_restarts}, out_of_grid={args.out_of_grid}, restart_probe={args.restart_probe}; "
-                 f"commit {_commit()}; ")
+                 f"commit {git_revision()}; ")
               + f"{platform.node()}, Python {platform.python_version()}.\n")
     report = header + "\n" + "\n\n".join(sections) + "\n"
     print(report)

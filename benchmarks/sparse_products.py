@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import sys
 import time
@@ -26,7 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import compare  # noqa: E402  (revision, library versions, results folder)
+import compare  # noqa: E402  (the results folder)
+from provenance import git_revision, library_versions, machine  # noqa: E402
 
 from coresvm.kernels import sparse_times_dense  # noqa: E402
 from coresvm.problem import worth_densifying  # noqa: E402
@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["# Sparse x dense against dense x dense inner products", "",
              f"- command: `{command(argv)}`",
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             f"- revision: {compare.revision()}",
-             f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-             f"- libraries: {compare.versions()}", "",
+             f"- revision: {git_revision()}",
+             f"- machine: {machine()}",
+             f"- libraries: {library_versions()}", "",
              f"Random CSR rows, {ROWS} rows in blocks of {BLOCK_ROWS} against {COLUMNS:,} dense columns (transposed "
              "once), the fastest of 3 runs.  'dense / sparse' above 1: the sparse product is faster.  'densified': "
              "what `coresvm.problem.worth_densifying` decides for such data.", ""]
