@@ -49,7 +49,7 @@ from queue import Empty
 
 import numpy as np
 import scipy.sparse as sp
-from provenance import git_revision, library_versions, machine
+from provenance import first_touch_seconds_per_gib, git_revision, library_versions, machine
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -510,12 +510,15 @@ def main(argv: list[str] | None = None) -> int:
             n_train, n_test, size_mb = parts[0].shape[0], parts[2].shape[0], data_bytes(parts[0]) / 2**20
             del parts
             rows = []
+            first_touch = first_touch_seconds_per_gib()
             for method, fraction in methods_for(name, opts.quick):
                 row = run_in_process(Path(tmp), name, method, fraction, opts.repeats)
                 print(f"   {label(row):40s} {row.fit_s:8.2f} s ({fit_range(row)})  {100 * row.accuracy:6.2f}%  "
                       f"{row.n_sv:6d} SV  {row.peak_rss_mb:6.0f} MB  {row.note}", flush=True)
                 rows.append(row)
         lines += table(name, rows, n_train, n_test, size_mb)
+        lines += [f"Writing fresh memory cost {first_touch:.2f} s per GiB when this set's runs began (it moves "
+                  "between ~0.4 and ~4.5 s on these VMs, and a large Gram pays it: provenance.py).", ""]
         picture = plot(name, rows, out.parent)
         if picture is not None:
             lines += [f"![{name}]({picture.name})", ""]

@@ -6,11 +6,15 @@ the code and the machine that produced it.
 
 from __future__ import annotations
 
+import mmap
 import os
 import platform
 import subprocess
+import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LIBRARIES = ("numpy", "scipy", "numba", "scikit-learn", "scikit-learn-intelex", "coresvm")
@@ -52,3 +56,25 @@ def library_versions(names: tuple[str, ...] = LIBRARIES) -> str:
         except PackageNotFoundError:
             found.append(f"{package} (not installed)")
     return ", ".join(found)
+
+
+PAGE_BYTES = 4096
+GIB = 2**30
+
+
+def first_touch_seconds_per_gib(mib: int = 256) -> float:
+    """Seconds per GiB to write fresh anonymous memory once (a byte per 4 KiB page of a private mapping): what a
+    large allocation such as a core set's Gram pays in page faults before any work.  On the 2-core VMs these
+    benchmarks ran on it moves between ~0.4 and ~4.5 s: the host backs the guest's memory on first use and takes
+    back what the guest has freed within about 30 s, so a fit that writes a 1.5 GB Gram (a9a) pays 0.6-7 s for it
+    depending on what ran before.  Recorded with the results so that such runs can be told apart."""
+    size = mib * 2**20
+    mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    pages = np.frombuffer(mapping, dtype=np.uint8)
+    start = time.perf_counter()
+    pages[::PAGE_BYTES] = 1
+    seconds = time.perf_counter() - start
+    del pages
+    mapping.close()
+    return seconds * GIB / size
+
