@@ -518,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
         lines += table(name, rows, n_train, n_test, size_mb)
         lines += [f"Writing fresh memory cost {first_touch:.2f} s per GiB when this set's runs began (it moves "
-                  "between ~0.4 and ~4.5 s on these VMs, and a large Gram pays it: provenance.py).", ""]
+                  "between ~0.2 and ~4.6 s on these VMs, and a large Gram pays it: provenance.py).", ""]
         picture = plot(name, rows, out.parent)
         if picture is not None:
             lines += [f"![{name}]({picture.name})", ""]

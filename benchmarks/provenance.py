@@ -65,7 +65,7 @@ GIB = 2**30
 def first_touch_seconds_per_gib(mib: int = 256) -> float:
     """Seconds per GiB to write fresh anonymous memory once (a byte per 4 KiB page of a private mapping): what a
     large allocation such as a core set's Gram pays in page faults before any work.  On the 2-core VMs these
-    benchmarks ran on it moves between ~0.4 and ~4.5 s: the host backs the guest's memory on first use and takes
+    benchmarks ran on it moves between ~0.2 and ~4.6 s: the host backs the guest's memory on first use and takes
     back what the guest has freed within about 30 s, so a fit that writes a 1.5 GB Gram (a9a) pays 0.6-7 s for it
     depending on what ran before.  Recorded with the results so that such runs can be told apart."""
     size = mib * 2**20
