@@ -21,6 +21,7 @@ from coresvm.kernels import (
     kernel_product,
     resolve_gamma,
     sparse_exp_sums,
+    sparse_rbf_scores,
     sparse_times_dense,
     squared_norms,
     weighted_sums,
@@ -234,6 +235,31 @@ def test_sparse_exp_sums_equals_three_passes():
     # a row range is read in place and gives the sliced rows' sums bit for bit
     np.testing.assert_array_equal(sparse_exp_sums(A, right, coef, 5, 17), sparse_exp_sums(A[5:17], right, coef))
     assert sparse_exp_sums(A, right, coef, 9, 9).shape == (0,)
+
+
+def test_sparse_rbf_scores_equal_the_dense_support_path():
+    # sparse candidates against a sparse support that kernel_product makes dense: its float32 operand is written
+    # from the nonzeros, and the scores are those of the support given dense, bit for bit (norms given)
+    rng = np.random.RandomState(9)
+    X = sp.random(3000, 40, density=0.2, format="csr", random_state=rng)
+    A, B = X[:2000], X[2000:]
+    coef = rng.randn(1000)
+    spec = KernelSpec("rbf", gamma=0.5)
+    norms_a, norms_b = squared_norms(A), squared_norms(B)
+    scores = sparse_rbf_scores(A, B, spec, coef, norms_a, norms_b)
+    assert scores is not None
+    dense = kernel_product(A, B.toarray(), spec, coef, norms_a, norms_b, precision=np.float32)
+    np.testing.assert_array_equal(scores, dense)
+    np.testing.assert_array_equal(kernel_product(A, B, spec, coef, norms_a, norms_b, precision=np.float32), dense)
+    np.testing.assert_allclose(scores, rbf_kernel(A, B, gamma=0.5) @ coef, rtol=0, atol=1e-5 * np.abs(coef).sum())
+    # duplicate entries are summed first, as a dense copy sums them
+    doubled = sp.csr_matrix((np.repeat(B.data / 2, 2), np.repeat(B.indices, 2),
+                             2 * B.indptr), shape=B.shape)
+    np.testing.assert_allclose(sparse_rbf_scores(A, doubled, spec, coef), scores, rtol=1e-6)
+    # not taken: few candidates (made dense instead), several columns, or exponents past float32's range
+    assert sparse_rbf_scores(A[:10], B, spec, coef) is None
+    assert sparse_rbf_scores(A, B, spec, np.ones((1000, 2))) is None
+    assert sparse_rbf_scores(A, B, KernelSpec("rbf", gamma=500.0), coef) is None
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

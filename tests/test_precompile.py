@@ -13,5 +13,5 @@ def test_precompile_compiles_the_loops_of_large_fits(capsys):
     # sparse products of a CSR core set, and kernel rows computed per step past the stored Gram
     for loop in (active_face.rows_times_vector, active_face.gram_face_product, active_face.residual_of_ones,
                  kernels.widened_matvec, kernels.widened_matvec_transposed, kernels.csr_rows_times_dense,
-                 kernels.csr_rows_exp_sums, core_set.computed_gradient):
+                 kernels.csr_rows_exp_sums, kernels.csr_scaled_transposed, core_set.computed_gradient):
         assert any("float32" in str(signature) for signature in loop.signatures), loop.__name__

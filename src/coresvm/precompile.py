@@ -78,7 +78,8 @@ def _newton_steps() -> None:
 def _float32_products() -> None:
     """Score candidates as the core-set loop does (float32 kernel values summed in float64) in each layout the
     small fits above miss: more features than the fused loop takes (with a gamma too large for the factorized
-    product, too), a sparse support against fewer dense candidates, and sparse candidates against a dense support;
+    product, too), a sparse support against fewer dense candidates, and sparse candidates against a dense or sparse
+    support;
     the sparse products of a CSR core set's growth (float32) and of predictions (float64), against dense rows and
     by a sparse support's columns (with and without a dense block of frequent features); and the CSR copy of sparse
     dense rows."""
@@ -88,6 +89,8 @@ def _float32_products() -> None:
     for candidates, right in ((support[:200], support), (support[:20], sp.csr_matrix(support)),
                               (sp.csr_matrix(support[:200]), support)):
         kernel_product(candidates, right, spec, np.ones(300), precision=np.float32)
+    # sparse candidates against a sparse support made dense (sparse_rbf_scores)
+    kernel_product(sp.csr_matrix(support), sp.csr_matrix(support[:200]), spec, np.ones(200), precision=np.float32)
     # a gamma whose exponents exceed float32's range for the factorized product: kernel values summed as they are
     kernel_product(support[:200], support, KernelSpec("rbf", gamma=100.0), np.ones(300), precision=np.float32)
     for dtype in (np.float32, np.float64):
