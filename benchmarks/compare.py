@@ -431,7 +431,8 @@ def fit_range(row: Row) -> str:
     return f"{len(row.fits_s)}: {min(row.fits_s):.2f}-{max(row.fits_s):.2f}"
 
 
-def plot(name: str, rows: list[Row], folder: Path) -> Path | None:
+def plot(name: str, rows: list[Row], out: Path) -> Path | None:
+    """The set's accuracy-vs-time plot beside ``out``, named after it (``compare_ijcnn1.png`` for compare.md)."""
     try:
         import matplotlib
 
@@ -463,7 +464,7 @@ def plot(name: str, rows: list[Row], folder: Path) -> Path | None:
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=7, loc="lower right")
     figure.tight_layout()
-    path = folder / f"compare_{name}.png"
+    path = out.parent / f"{out.stem}_{name}.png"
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
@@ -519,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += table(name, rows, n_train, n_test, size_mb)
         lines += [f"Writing fresh memory cost {first_touch:.2f} s per GiB when this set's runs began (it moves "
                   "between ~0.2 and ~4.6 s on these VMs, and a large Gram pays it: provenance.py).", ""]
-        picture = plot(name, rows, out.parent)
+        picture = plot(name, rows, out)
         if picture is not None:
             lines += [f"![{name}]({picture.name})", ""]
         summary.append(summary_line(name, rows))
