@@ -20,7 +20,8 @@ under a minute, and the row reports the median time and the range: this machine'
 to run, as much as some of the margins measured.  Per row: fit seconds, test accuracy, #SV, peak RSS.
 
 Writes ``benchmarks/results/compare.md`` (or ``--out``) with the command, date, revision, machine
-and library versions, and one accuracy-vs-time plot per set (``compare_<set>.png``).
+and library versions, and one accuracy-vs-time plot per set (``compare_<set>.png``; with ``--out NAME.md``,
+``NAME_<set>.png``).
 
     python benchmarks/compare.py                       # every set (about 20 minutes on 2 cores)
     python benchmarks/compare.py --sets ijcnn1,usps    # some
