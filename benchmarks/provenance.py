@@ -77,4 +77,3 @@ def first_touch_seconds_per_gib(mib: int = 256) -> float:
     del pages
     mapping.close()
     return seconds * GIB / size
-

@@ -308,8 +308,6 @@ class SimplexProblem:
         """``Q_ii`` of the rows ``rows``."""
         if self._diag is not None:
             return self._diag[rows]
-        if (constant := self._constant_diag()) is not None:
-            return np.full(len(rows), constant)
         if self.kernel.name == "rbf":  # k(x, x) = 1: the rows need not be read (a CSR row copy cost ~1 ms a call)
             return (1.0 + self.bias_term) + self.inv_c_of(rows)
         return (kernel_diagonal(self.rows_of(rows), self.kernel, self.norms_of(rows)) + self.bias_term
