@@ -11,6 +11,7 @@ from sklearn.metrics.pairwise import linear_kernel, rbf_kernel
 
 from coresvm.kernels import (
     KERNEL_CODES,
+    RBF_FACTOR_LIMIT_FLOAT32,
     KernelSpec,
     as_solver_data,
     exp_in_place,
@@ -19,9 +20,10 @@ from coresvm.kernels import (
     kernel_block,
     kernel_diagonal,
     kernel_product,
+    rbf_factorizable,
     resolve_gamma,
+    scaled_transposed,
     sparse_exp_sums,
-    sparse_rbf_scores,
     sparse_times_dense,
     squared_norms,
     weighted_sums,
@@ -237,29 +239,51 @@ def test_sparse_exp_sums_equals_three_passes():
     assert sparse_exp_sums(A, right, coef, 9, 9).shape == (0,)
 
 
-def test_sparse_rbf_scores_equal_the_dense_support_path():
-    # sparse candidates against a sparse support that kernel_product makes dense: its float32 operand is written
-    # from the nonzeros, and the scores are those of the support given dense, bit for bit (norms given)
+def test_a_sparse_support_made_dense_gives_the_dense_support_scores_bit_for_bit():
+    # sparse candidates against a sparse support that kernel_product makes dense: its operands are written from the
+    # nonzeros (scaled_transposed), and the scores are those of the support given dense, bit for bit (norms given)
     rng = np.random.RandomState(9)
     X = sp.random(3000, 40, density=0.2, format="csr", random_state=rng)
     A, B = X[:2000], X[2000:]
     coef = rng.randn(1000)
     spec = KernelSpec("rbf", gamma=0.5)
     norms_a, norms_b = squared_norms(A), squared_norms(B)
-    scores = sparse_rbf_scores(A, B, spec, coef, norms_a, norms_b)
-    assert scores is not None
-    dense = kernel_product(A, B.toarray(), spec, coef, norms_a, norms_b, precision=np.float32)
-    np.testing.assert_array_equal(scores, dense)
-    np.testing.assert_array_equal(kernel_product(A, B, spec, coef, norms_a, norms_b, precision=np.float32), dense)
-    np.testing.assert_allclose(scores, rbf_kernel(A, B, gamma=0.5) @ coef, rtol=0, atol=1e-5 * np.abs(coef).sum())
+    for precision in (np.float32, np.float64):
+        scores = kernel_product(A, B, spec, coef, norms_a, norms_b, precision=precision)
+        np.testing.assert_array_equal(scores, kernel_product(A, B.toarray(), spec, coef, norms_a, norms_b,
+                                                             precision=precision))
+        np.testing.assert_allclose(scores, rbf_kernel(A, B, gamma=0.5) @ coef, rtol=0,
+                                   atol=1e-5 * np.abs(coef).sum())
     # duplicate entries are summed first, as a dense copy sums them
-    doubled = sp.csr_matrix((np.repeat(B.data / 2, 2), np.repeat(B.indices, 2),
-                             2 * B.indptr), shape=B.shape)
-    np.testing.assert_allclose(sparse_rbf_scores(A, doubled, spec, coef), scores, rtol=1e-6)
-    # not taken: few candidates (made dense instead), several columns, or exponents past float32's range
-    assert sparse_rbf_scores(A[:10], B, spec, coef) is None
-    assert sparse_rbf_scores(A, B, spec, np.ones((1000, 2))) is None
-    assert sparse_rbf_scores(A, B, KernelSpec("rbf", gamma=500.0), coef) is None
+    doubled = sp.csr_matrix((np.repeat(B.data / 2, 2), np.repeat(B.indices, 2), 2 * B.indptr), shape=B.shape)
+    assert not doubled.has_canonical_format
+    single = kernel_product(A, B, spec, coef, norms_a, norms_b, precision=np.float32)
+    np.testing.assert_allclose(kernel_product(A, doubled, spec, coef, precision=np.float32), single, rtol=1e-6)
+    # several columns, and blocks past float32's exponent range (summed unfactorized, the unscaled operand)
+    columns = rng.randn(1000, 3)
+    np.testing.assert_array_equal(kernel_product(A, B, spec, columns, norms_a, norms_b, precision=np.float32),
+                                  kernel_product(A, B.toarray(), spec, columns, norms_a, norms_b,
+                                                 precision=np.float32))
+    far = A.copy()
+    far.data[far.indptr[1500]:] *= 30.0  # the last blocks' norms put exp(2g <a, b>) past float32's range
+    norms_far = squared_norms(far)
+    assert not rbf_factorizable(spec, norms_far, norms_b, RBF_FACTOR_LIMIT_FLOAT32)
+    np.testing.assert_array_equal(kernel_product(far, B, spec, coef, norms_far, norms_b, precision=np.float32),
+                                  kernel_product(far, B.toarray(), spec, coef, norms_far, norms_b,
+                                                 precision=np.float32))
+    np.testing.assert_allclose(kernel_product(far, B, spec, coef, precision=np.float32),
+                               rbf_kernel(far, B, gamma=0.5) @ coef, rtol=0, atol=1e-5 * np.abs(coef).sum())
+
+
+def test_scaled_transposed_matches_the_dense_copy():
+    rng = np.random.RandomState(3)
+    B = sp.random(50, 30, density=0.3, format="csr", random_state=rng)
+    for dtype, scale in ((np.float32, 0.7), (np.float64, 0.7), (np.float32, 1.0)):
+        expected = np.ascontiguousarray((B.toarray().astype(dtype) * np.dtype(dtype).type(scale)).T)
+        for operand in (B, B.toarray()):
+            out = scaled_transposed(operand, dtype, scale)
+            assert out.dtype == dtype and out.flags.c_contiguous
+            np.testing.assert_array_equal(out, expected)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

@@ -469,45 +469,40 @@ def sparse_exp_sums(A, right: np.ndarray, coef: np.ndarray, start: int = 0, stop
 
 @njit(cache=True, nogil=True)
 def csr_scaled_transposed(indptr, indices, data, factor, out):
-    """``out[f, j] = float32(B[j, f]) * factor`` for a CSR ``B`` without duplicate entries (``out`` zeroed, float32):
-    what ``(B.toarray().astype(float32) * factor).T`` holds, bit for bit, in one pass over the nonzeros."""
+    """``out[f, j] = B[j, f] * factor`` for a CSR ``B`` without duplicate entries (``out`` zeroed, of ``data``'s
+    dtype): what ``(B.toarray() * factor).T`` holds, bit for bit, in one pass over the nonzeros."""
     for j in range(indptr.shape[0] - 1):
         for p in range(indptr[j], indptr[j + 1]):
-            out[indices[p], j] = np.float32(data[p]) * factor
+            out[indices[p], j] = data[p] * factor
 
 
-def sparse_rbf_scores(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms_b=None,
-                      n_threads: int | None = None) -> np.ndarray | None:
-    """:func:`kernel_product` in float32 of sparse rows ``A`` against a sparse ``B`` that it would make dense, for
-    one column of RBF coefficients: the factorized scores of :func:`sparse_exp_sums`, with ``2g B.T`` written
-    straight from ``B``'s nonzeros.  Made through a dense float64 copy, a float32 cast, a scaled copy and a
-    transposed one, that operand took 2.0 ms of a w8a scoring product (2,900 support vectors) and 6.8 ms of an a9a
-    one (15,000), in one pass 0.24 and 1.5 ms.  None where the factorized form does not hold for every row
-    (:func:`rbf_factorizable`): :func:`kernel_product` then takes the general path."""
-    if not (spec.name == "rbf" and sp.issparse(A) and densified_side(A, B) == "B" and np.ndim(coef) == 1):
-        return None
-    norms_a = squared_norms(A) if norms_a is None else norms_a
-    norms_b = squared_norms(B) if norms_b is None else norms_b
-    if A.shape[0] == 0 or B.shape[0] == 0 or not rbf_factorizable(spec, norms_a, norms_b,
-                                                                   rbf_factor_limit(np.float32)):
-        return None
+def scaled_transposed(B, dtype: type, scale: float = 1.0) -> np.ndarray:
+    """``(B * scale).T`` as a C-contiguous array of ``dtype``, the right operand of sparse x dense products.
+
+    A sparse ``B`` is written straight from its nonzeros (duplicates summed first, as a dense copy sums them):
+    made through a dense float64 copy, a cast, a scaled copy and a transposed one, the operand of a w8a scoring
+    product (2,900 support vectors) took 2.0 ms and of an a9a one (15,000) 6.8 ms, in one pass 0.24 and 1.5 ms."""
+    factor = np.dtype(dtype).type(scale)
+    if not sp.issparse(B):
+        if scale == 1.0:
+            return transposed_operand(B, dtype)
+        B = np.asarray(B, dtype=dtype)
+        out = np.empty((B.shape[1], B.shape[0]), dtype=dtype)
+        np.multiply(B.T, factor, out=out)
+        return out
+    B = canonical_csr(B).astype(dtype, copy=False)
+    out = np.zeros((B.shape[1], B.shape[0]), dtype=dtype)
+    csr_scaled_transposed(B.indptr, B.indices, B.data, factor, out)
+    return out
+
+
+def canonical_csr(B):
+    """``B`` in CSR with its duplicate entries summed (a copy only when it has some)."""
     B = B.tocsr()
-    if not B.has_canonical_format:  # duplicates summed first, as toarray() sums them
+    if not B.has_canonical_format:
         B = B.copy()
         B.sum_duplicates()
-    right = np.zeros((B.shape[1], B.shape[0]), dtype=np.float32)
-    csr_scaled_transposed(B.indptr, B.indices, B.data, np.float32(2.0 * spec.gamma), right)
-    coef_b = np.exp(-spec.gamma * norms_b) * np.asarray(coef, dtype=np.float64)
-    A = A.tocsr().astype(np.float32, copy=False)
-    out = np.empty(A.shape[0])
-    rows = product_block_rows(B.shape[0])
-
-    def one_block(start: int) -> None:
-        stop = min(start + rows, A.shape[0])
-        out[start:stop] = sparse_exp_sums(A, right, coef_b, start, stop) * np.exp(-spec.gamma * norms_a[start:stop])
-
-    run_row_blocks(A.shape[0], rows, one_block, n_threads)
-    return out
+    return B
 
 
 def inner_products(A, B, dtype: type = np.float64) -> np.ndarray:
@@ -596,10 +591,6 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
         out[:] = 0.0
         return out
     single = precision == np.float32
-    if single:
-        scores = sparse_rbf_scores(A, B, spec, coef, norms_a, norms_b, n_threads)
-        if scores is not None:
-            return scores
     A, B = _product_operands(A, B)
     given_a, given_b = A, B  # norms not given are computed from these, before the float32 cast
     if single:
@@ -615,14 +606,13 @@ def kernel_product(A, B, spec: KernelSpec, coef: np.ndarray, norms_a=None, norms
     factorizable = not fused and spec.name == "rbf" and rbf_factorizable(spec, 0.0, norms_b, limit)
     coef_shape = (-1,) + (1,) * (coef.ndim - 1)
     if factorizable:
-        B_scaled = B * (np.float32(2.0 * spec.gamma) if single else 2.0 * spec.gamma)
         coef_b = np.exp(-spec.gamma * norms_b).reshape(coef_shape) * coef
     if single and coef.ndim != 1:  # several columns: float32 products (weighted_sums), the cast made once here
         coef = coef.astype(np.float32)
         if factorizable:
             coef_b = coef_b.astype(np.float32)
     rows = product_block_rows(n_b)
-    scaled_right = RightOperand(B_scaled, A, precision) if factorizable else None
+    scaled_right = RightOperand(B, A, precision, scale=2.0 * spec.gamma) if factorizable else None
     # The unscaled operand only for blocks that cannot be factorized (its transposed copy took a fifth of a9a's
     # scoring when it was made for every product).
     every_block_factorizable = factorizable and rbf_factorizable(spec, norms_a, norms_b, limit)
@@ -664,21 +654,26 @@ BY_COLUMNS_MAX_SHARE = 0.25
 
 
 class RightOperand:
-    """The right side ``B`` of repeated products ``A_block @ B.T`` over row blocks of one ``A``.
+    """The right side ``B`` (times ``scale``) of repeated products ``A_block @ B.T`` over row blocks of one ``A``.
 
-    For sparse ``A`` and dense ``B``, ``B.T`` is made contiguous once (:func:`transposed_operand`) instead of
-    by SciPy on every block (w8a's core-set scoring: 1.2 -> 0.23 s of CPU per 10,000 candidates).  For sparse
+    For sparse ``A`` and a dense ``B``, or a sparse one small enough to be made dense (:func:`densified_side`),
+    ``B.T`` is made contiguous once (:func:`scaled_transposed`) instead of by SciPy on every block (w8a's core-set
+    scoring: 1.2 -> 0.23 s of CPU per 10,000 candidates).  For sparse
     ``A`` and ``B`` whose rows share few features (text: many features, few nonzeros per row), ``B`` is kept by
     its columns and each product costs only the pairs of nonzeros that meet (:func:`csr_times_columns`).
     """
 
-    def __init__(self, B, A, dtype: type) -> None:
-        self.B, self.dtype = B, dtype
-        self.transposed = transposed_operand(B, dtype) if sp.issparse(A) and not sp.issparse(B) else None
-        self.columns = columns_if_sparse_enough(A, B, dtype)
+    def __init__(self, B, A, dtype: type, scale: float = 1.0) -> None:
+        self.dtype = dtype
+        # a sparse B that kernel products make dense (densified_side) is written dense from its nonzeros
+        made_dense = sp.issparse(A) and sp.issparse(B) and densified_side(A, B) == "B"
+        self.transposed = (scaled_transposed(B, dtype, scale) if sp.issparse(A) and (made_dense or not sp.issparse(B))
+                           else None)
+        self.B = B * np.dtype(dtype).type(scale) if scale != 1.0 and self.transposed is None else B
+        self.columns = None if made_dense else columns_if_sparse_enough(A, self.B, dtype)
         # sparse B (its dense copy too large, or the candidates fewer than the support): products_transposed
         # serves the blocks, whose rows of A are made dense
-        self.sparse_right = sp.issparse(B) and self.columns is None
+        self.sparse_right = sp.issparse(B) and self.transposed is None and self.columns is None
 
     def products(self, A_block) -> np.ndarray:
         """``A_block @ B.T`` as a dense array of the operand's dtype."""
@@ -769,8 +764,10 @@ class ColumnProducts:
 def _product_operands(A, B):
     """Dense or sparse operands for a blocked product of ``A`` against a small ``B`` (support vectors, an active
     set): a sparse ``B`` is made dense when that costs at most 64 MiB, which keeps sparse ``A`` sparse and makes
-    the product one sparse x dense call; when ``A`` has fewer than :data:`FEW_ROWS` rows, and fewer than a sparse
-    ``B``, or ``B`` is too large, ``A`` is made dense instead (if it has fewer rows than ``B``)."""
+    the product one sparse x dense call (against sparse ``A`` it stays sparse here, in CSR with duplicates summed:
+    :class:`RightOperand` writes its dense transposed copy from the nonzeros); when ``A`` has fewer than
+    :data:`FEW_ROWS` rows, and fewer than a sparse ``B``, or ``B`` is too large, ``A`` is made dense instead (if it
+    has fewer rows than ``B``)."""
     side = densified_side(A, B)
     if side == "A":
         # Few rows against more sparse ones (CVM's candidates against a core set): densify the few and
@@ -781,7 +778,7 @@ def _product_operands(A, B):
         # a fit the first way, 1.1 s this way.
         A = A.toarray() if sp.issparse(A) else A
     elif side == "B":
-        B = B.toarray()
+        B = canonical_csr(B) if sp.issparse(A) else B.toarray()
     return A, B
 
 

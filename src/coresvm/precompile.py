@@ -89,7 +89,7 @@ def _float32_products() -> None:
     for candidates, right in ((support[:200], support), (support[:20], sp.csr_matrix(support)),
                               (sp.csr_matrix(support[:200]), support)):
         kernel_product(candidates, right, spec, np.ones(300), precision=np.float32)
-    # sparse candidates against a sparse support made dense (sparse_rbf_scores)
+    # sparse candidates against a sparse support made dense from its nonzeros (scaled_transposed)
     kernel_product(sp.csr_matrix(support), sp.csr_matrix(support[:200]), spec, np.ones(200), precision=np.float32)
     # a gamma whose exponents exceed float32's range for the factorized product: kernel values summed as they are
     kernel_product(support[:200], support, KernelSpec("rbf", gamma=100.0), np.ones(300), precision=np.float32)
