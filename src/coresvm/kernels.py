@@ -497,7 +497,7 @@ def scaled_transposed(B, dtype: type, scale: float = 1.0) -> np.ndarray:
 
 
 def canonical_csr(B):
-    """``B`` in CSR with its duplicate entries summed (a copy only when it has some)."""
+    """``B`` in CSR with its duplicate entries summed and indices sorted (a copy only when it is not already)."""
     B = B.tocsr()
     if not B.has_canonical_format:
         B = B.copy()
@@ -1164,10 +1164,7 @@ def kernel_diagonal(X, spec: KernelSpec, norms=None) -> np.ndarray:
 def as_solver_data(X):
     """The representation the compiled solvers take: dense C array or CSR tuple."""
     if sp.issparse(X):
-        X = X.tocsr()
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()  # also sorts; the compiled loops assume one entry per (row, column)
+        X = canonical_csr(X)  # also sorted: the compiled loops assume one entry per (row, column)
         return (
             np.ascontiguousarray(X.data, dtype=np.float64),
             np.ascontiguousarray(X.indices, dtype=np.int64),
