@@ -252,6 +252,50 @@ def test_rejected_newton_steps_make_later_ones_dearer():
     assert not active_face.newton_pays(*stalled, penalty=penalty, window=(6000, 0.5, 0.05))  # fast over the window
 
 
+def test_the_first_chunk_gives_the_new_violators_weight_while_the_conjugate_gradients_are_fast():
+    """After a growth the first chunk is one pairwise step per zero-weight violator (within its bounds), then whole
+    chunks; a fit whose last conjugate gradients were slow keeps whole chunks from the start."""
+    record = active_face.NewtonRecord()
+    chunk = 20_000
+    assert active_face.first_chunk_steps(chunk, 0, record) == chunk
+    assert active_face.first_chunk_steps(chunk, 3000, record) == 3000
+    assert active_face.first_chunk_steps(chunk, 10, record) == active_face.FIRST_CHUNK_MIN_STEPS
+    assert active_face.first_chunk_steps(chunk, 10**6, record) == chunk
+    record.cg_iterations = active_face.FAST_CG_ITERATIONS + 1
+    assert active_face.first_chunk_steps(chunk, 3000, record) == chunk
+
+
+def test_a_solve_that_starts_with_new_violators_takes_a_short_first_chunk_and_reaches_the_optimum():
+    """solve_with_newton's first pairwise call gets the violators' quota, the next ones whole chunks; the solve from
+    a core set whose last 300 points were just added (zero weight) reaches the same optimum as pairwise steps."""
+    X, y = make_checkerboard(1500, random_state=1)
+    problem = SimplexProblem(X, y, np.full(1500, 1e3), KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
+    Q = problem.dense_Q()
+    inv_c, diag, tol = np.full(1500, 1e-3), np.diag(Q).copy(), 1e-3
+    start = np.zeros(1500)
+    start[:1200] = 1 / 1200
+    results = {}
+    for violators in (0, 300):
+        alpha, G = start.copy(), Q @ start
+        quotas = []
+
+        def pairwise(tol_, max_steps, time_left, alpha=alpha, G=G, quotas=quotas):
+            quotas.append(max_steps)
+            return inner_solve(Q, alpha, G, diag, 1500, 0.0, SECOND_VERTEX_RULES["imdm"], 0.0, 1.0, tol_, max_steps,
+                               time_left, inv_c, STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED)
+
+        steps, gap = solve_with_newton(pairwise, Q, alpha, G, 1500, tol, 10**8, 1e9, relative_gap_of(inv_c), inv_c,
+                                       new_violators=violators)
+        assert gap <= tol
+        results[violators] = alpha @ Q @ alpha
+        if violators:
+            assert quotas[0] == active_face.FIRST_CHUNK_MIN_STEPS
+            assert len(quotas) == 1 or quotas[1] > quotas[0]
+        else:
+            assert quotas[0] == active_face.MIN_CHUNK_STEPS
+    assert abs(results[300] - results[0]) <= 2 * tol * 2 * max(results.values())
+
+
 def test_faces_are_factorized_up_to_a_larger_size_once_the_conjugate_gradients_are_slow(monkeypatch):
     """Conjugate gradients solve faces above CHOLESKY_MAX_FACE points while they reach their residual within
     CG_EXPECTED_ITERATIONS products and their Newton steps are kept; a slow solve (an ill-conditioned face) or a
