@@ -227,6 +227,7 @@ def test_core_set_past_the_threshold_computes_its_rows_and_reaches_the_optimum(m
                     bounds=[(0, None)] * m, constraints=({"type": "eq", "fun": lambda a: a.sum() - 1},),
                     method="SLSQP", options={"ftol": 1e-16, "maxiter": 3000})
     monkeypatch.setattr(core_set_module, "COMPUTED_ROWS_FROM", 150)
+    monkeypatch.setattr(core_set_module, "NEWTON_GRAM_POINTS", 150)  # past 150 points whether or not a Newton step paid
     solve, drift = core_set_module._solve_core, []
 
     checked_norms = []
