@@ -267,15 +267,17 @@ def test_the_first_chunk_gives_the_new_violators_weight_while_the_conjugate_grad
 
 def test_a_solve_that_starts_with_new_violators_takes_a_short_first_chunk_and_reaches_the_optimum():
     """solve_with_newton's first pairwise call gets the violators' quota, the next ones whole chunks; the solve from
-    a core set whose last 300 points were just added (zero weight) reaches the same optimum as pairwise steps."""
+    a core set whose last 300 points were just added (zero weight) reaches the same optimum as from every point
+    weighted (no zero-weight violators: a whole first chunk)."""
     X, y = make_checkerboard(1500, random_state=1)
     problem = SimplexProblem(X, y, np.full(1500, 1e3), KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
     Q = problem.dense_Q()
     inv_c, diag, tol = np.full(1500, 1e-3), np.diag(Q).copy(), 1e-3
-    start = np.zeros(1500)
-    start[:1200] = 1 / 1200
+    grown = np.zeros(1500)
+    grown[:1200] = 1 / 1200
+    assert 0 < active_face.zero_weight_violators(grown, Q @ grown) <= 300
     results = {}
-    for violators in (0, 300):
+    for violators, start in ((0, np.full(1500, 1 / 1500)), (300, grown)):
         alpha, G = start.copy(), Q @ start
         quotas = []
 
@@ -284,8 +286,7 @@ def test_a_solve_that_starts_with_new_violators_takes_a_short_first_chunk_and_re
             return inner_solve(Q, alpha, G, diag, 1500, 0.0, SECOND_VERTEX_RULES["imdm"], 0.0, 1.0, tol_, max_steps,
                                time_left, inv_c, STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED)
 
-        steps, gap = solve_with_newton(pairwise, Q, alpha, G, 1500, tol, 10**8, 1e9, relative_gap_of(inv_c), inv_c,
-                                       new_violators=violators)
+        steps, gap = solve_with_newton(pairwise, Q, alpha, G, 1500, tol, 10**8, 1e9, relative_gap_of(inv_c), inv_c)
         assert gap <= tol
         results[violators] = alpha @ Q @ alpha
         if violators:

@@ -505,17 +505,17 @@ def newton_cheaper(per_step: float, gap: float, tol: float, n_w: int, n_face: in
 
 def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_steps: int, time_left: float,
                       gap_of, inv_c=None, record: NewtonRecord | None = None,
-                      diag: np.ndarray | None = None, new_violators: int = 0) -> tuple[int, float]:
+                      diag: np.ndarray | None = None) -> tuple[int, float]:
     """Run ``pairwise_solve(tol, max_steps, time_left) -> (steps, gap)`` in chunks, taking a Newton step on the
     active face when the chunks' rate says it pays (:func:`newton_pays`).  Returns (steps, gap) as the pairwise
     solve does.  ``gap_of(alpha, G)``: the relative duality gap of the L2-SVM, which measures the rate.
     ``record``: the fit's :class:`NewtonRecord`, shared by its solves (a fresh one when not given).  ``diag``: Q's
-    diagonal where the Gram's cannot hold it (:func:`face_minimum`).  ``new_violators``: the points without weight
-    that violate, which size the first chunk (:func:`first_chunk_steps`)."""
+    diagonal where the Gram's cannot hold it (:func:`face_minimum`).  The points without weight that violate (what a
+    growth just added) size the first chunk (:func:`first_chunk_steps`)."""
     record = NewtonRecord() if record is None else record
     start = fit_clock()
     chunk = max(MIN_CHUNK_STEPS, CHUNK_STEPS_PER_POINT * n_w)
-    next_chunk = first_chunk_steps(chunk, new_violators, record)
+    next_chunk = first_chunk_steps(chunk, zero_weight_violators(alpha[:n_w], G[:n_w]), record)
     steps_done = 0
     gap_before = gap_of(alpha[:n_w], G[:n_w])
     window_steps, window_start, smallest = 0, gap_before, gap_before  # since the last Newton step (newton_pays)
@@ -543,6 +543,11 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
                 chunk *= 2  # the face did not help yet: try again after more pairwise steps
             window_steps, window_start, smallest = 0, gap_after, gap_after
         gap_before = gap_after
+
+
+def zero_weight_violators(alpha: np.ndarray, G: np.ndarray) -> int:
+    """The points without weight whose ``G = (Qa)`` lies below ``a'Qa`` (the L2-SVM's margin violators)."""
+    return int(np.count_nonzero((alpha <= 0) & (G < float(alpha @ G))))
 
 
 def first_chunk_steps(chunk: int, new_violators: int, record: NewtonRecord) -> int:

@@ -1485,10 +1485,8 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
         # steps for 10 million steps.
         return l2svm_duality_gap(alpha, G, inv_c, n) / (2.0 * max(float(alpha @ G), 1e-300))
 
-    alpha, G = core.alpha[:n], core.G[:n]
-    new_violators = int(np.count_nonzero((alpha <= 0) & (G < float(alpha @ G))))  # what a growth just added
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
-                             relative_gap, inv_c, newton_record, diag=core.diag[:n], new_violators=new_violators)
+                             relative_gap, inv_c, newton_record, diag=core.diag[:n])
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:
