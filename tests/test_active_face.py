@@ -301,8 +301,9 @@ def test_faces_are_factorized_up_to_a_larger_size_once_the_conjugate_gradients_a
     """Conjugate gradients solve faces above CHOLESKY_MAX_FACE points while they reach their residual within
     CG_EXPECTED_ITERATIONS products and their Newton steps are kept; a slow solve (an ill-conditioned face) or a
     rejected step sends faces up to CHOLESKY_MAX_FACE_SLOW_CG back to the exact factorization, and a fast, kept
-    one ends that."""
+    one ends that.  (Its slow solve uses all its iterations, which raises the size further: the next test.)"""
     limit, slow_limit = active_face.CHOLESKY_MAX_FACE, active_face.CHOLESKY_MAX_FACE_SLOW_CG
+    monkeypatch.setattr(active_face, "CHOLESKY_MAX_FACE_FAILED_CG", slow_limit)
     record = active_face.NewtonRecord()
     assert active_face.factorizes(limit, record) and not active_face.factorizes(limit + 1, record)
     X, y = make_checkerboard(900, random_state=1)
@@ -325,6 +326,29 @@ def test_faces_are_factorized_up_to_a_larger_size_once_the_conjugate_gradients_a
     assert record.penalty == penalty * active_face.REJECTION_PENALTY**2
     record.note(True, by_cg=True, n_face=slow_limit + 1)
     assert not active_face.factorizes(limit + 1, record)
+
+
+def test_faces_are_factorized_up_to_the_largest_size_after_conjugate_gradients_used_all_their_iterations(
+        monkeypatch):
+    """Conjugate gradients that use all CG_MAX_ITERATIONS products without reaching their residual (a
+    preconditioner that does not hold the face) send faces up to CHOLESKY_MAX_FACE_FAILED_CG to the factorization;
+    a converged solve whose Newton step was rejected only those up to CHOLESKY_MAX_FACE_SLOW_CG."""
+    slow_limit, failed_limit = active_face.CHOLESKY_MAX_FACE_SLOW_CG, active_face.CHOLESKY_MAX_FACE_FAILED_CG
+    assert slow_limit < failed_limit
+    X, y = make_checkerboard(900, random_state=1)
+    face = np.sort(np.random.RandomState(0).choice(900, 600, replace=False))
+    monkeypatch.setattr(active_face, "CG_MAX_ITERATIONS", 3)
+    for inv_c, landmarks, used_all in ((1e-7, 2, True), (1.0, 600, False)):
+        monkeypatch.setattr(active_face, "NYSTROM_POINTS", landmarks)
+        inv_cs = np.full(900, inv_c)
+        problem = SimplexProblem(X, y, 1.0 / inv_cs, KernelSpec("rbf", gamma=2.0), bias=True, lam=0.0)
+        record = active_face.NewtonRecord()
+        face_system_by_cg(problem.dense_Q(), face, inv_cs, 900, np.full(600, 1.0 / 600), record)
+        assert (record.cg_iterations == 3) is used_all and record.cg_converged is not used_all
+        record.note(False, by_cg=True, n_face=600)
+        assert active_face.factorizes(slow_limit, record)
+        assert active_face.factorizes(failed_limit, record) is used_all
+        assert not active_face.factorizes(failed_limit + 1, record)
 
 
 def test_the_float64_diagonal_stands_in_for_a_float32_gram_that_cannot_hold_one_over_c():

@@ -40,6 +40,11 @@ CHOLESKY_MAX_FACE = 512
 # faces of 570-2,700 points; at C = 16,384 a 1,608-point face took 35 and its minimum, with the negative weights
 # clipped instead of dropped and re-solved, was rejected; either made the fit up to twice as slow).
 CHOLESKY_MAX_FACE_SLOW_CG = 2048
+# ... and up to this size once conjugate gradients used all CG_MAX_ITERATIONS products without reaching their
+# residual: the Nystrom preconditioner does not hold the face (one-hot rows at C = 262,144 on 8,000 points: faces of
+# 2,600-4,800 points, 100 products of 0.2-0.7 s, the minimum rejected or raising the gap, then 5 million pairwise
+# steps: 54 s; factorized, 22 s).  A float64 copy of such a face takes up to 300 MB.
+CHOLESKY_MAX_FACE_FAILED_CG = 6144
 # Conjugate gradients: a Nystrom preconditioner on this many of the face's points (Williams and Seeger 2001;
 # preconditioning kernel systems with it is the idea of Falkon, Rudi et al. 2017), at most this many iterations,
 # and their cost per Gram entry read (two threads) to compare with the pairwise steps' PAIRWISE_NS_PER_ENTRY.
@@ -453,10 +458,14 @@ class NewtonRecord:
 
 def factorizes(n_face: int, record: NewtonRecord | None = None) -> bool:
     """Whether a face of ``n_face`` points is factorized rather than solved by conjugate gradients: up to
-    :data:`CHOLESKY_MAX_FACE` points, and up to :data:`CHOLESKY_MAX_FACE_SLOW_CG` when the fit's last Newton step
-    by conjugate gradients (``record``) was slow or rejected."""
-    slow_cg = record is not None and not record.cg_serves
-    return n_face <= (CHOLESKY_MAX_FACE_SLOW_CG if slow_cg else CHOLESKY_MAX_FACE)
+    :data:`CHOLESKY_MAX_FACE` points, up to :data:`CHOLESKY_MAX_FACE_SLOW_CG` when the fit's last Newton step
+    by conjugate gradients (``record``) was slow or rejected, and up to :data:`CHOLESKY_MAX_FACE_FAILED_CG` when
+    those conjugate gradients used all their iterations."""
+    if record is None:
+        return n_face <= CHOLESKY_MAX_FACE
+    if record.cg_iterations >= CG_MAX_ITERATIONS:
+        return n_face <= CHOLESKY_MAX_FACE_FAILED_CG
+    return n_face <= (CHOLESKY_MAX_FACE if record.cg_serves else CHOLESKY_MAX_FACE_SLOW_CG)
 
 
 def newton_pays(n_w: int, n_face: int, steps: int, gap_before: float, gap_after: float, tol: float,
