@@ -367,6 +367,26 @@ def test_the_float64_diagonal_stands_in_for_a_float32_gram_that_cannot_hold_one_
     assert solve_face_system(gram) is None or not np.allclose(solve_face_system(gram), expected, rtol=1e-2)
 
 
+def test_once_a_float32_factorization_failed_the_fit_solves_its_faces_in_float64(monkeypatch):
+    """The face of the previous test defeats the float32 solve: the record notes it, the float64 solve answers, and
+    the fit's later faces skip the float32 attempt (a well-conditioned one is solved all the same)."""
+    Q = np.array([[2.0 + 1e-7, -2.0, 0.5], [-2.0, 2.0 + 1e-7, -0.5], [0.5, -0.5, 2.5]])
+    record = active_face.NewtonRecord()
+    x = solve_face_system(Q.astype(np.float32), diag_face=np.diag(Q), record=record)
+    np.testing.assert_allclose(x, np.linalg.solve(Q, np.ones(3)), rtol=1e-6)
+    assert record.float32_failed
+
+    def no_float32_solve(*args):
+        raise AssertionError("the float32 solve was tried again")
+
+    monkeypatch.setattr(active_face, "_refined_float32_solve", no_float32_solve)
+    well_conditioned = np.array([[2.0, 0.5], [0.5, 1.0]])
+    np.testing.assert_allclose(solve_face_system(well_conditioned.astype(np.float32), record=record),
+                               np.linalg.solve(well_conditioned, np.ones(2)), rtol=1e-6)
+    with pytest.raises(AssertionError, match="tried again"):
+        solve_face_system(well_conditioned.astype(np.float32))
+
+
 def test_the_face_residual_follows_the_solve_tolerance_within_its_bounds():
     """30 tol, within [0.1, 0.3]: the default tol = 1e-2 gets 0.3, a solve to 1e-3 the former 0.1."""
     assert active_face.face_residual_for(1e-2) == pytest.approx(0.3)
