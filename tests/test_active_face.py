@@ -394,3 +394,21 @@ def test_the_face_residual_follows_the_solve_tolerance_within_its_bounds():
     assert active_face.face_residual_for(5e-3) == pytest.approx(0.15)
     assert active_face.face_residual_for(1e-3) == pytest.approx(0.1)
     assert active_face.face_residual_for(1e-6) == pytest.approx(0.1)
+
+
+def test_a_face_that_float32_rounding_made_indefinite_is_recorded():
+    """300 points of the unit square (RBF, gamma 1) at 1/C = 1e-7: Q's eigenvalues are at least 1e-7, but the
+    float32 Gram's rounding (6e-8 per entry) leaves an eigenvalue below zero, so even its float64 factorization
+    fails.  The record says so (the core set then recomputes its Gram in float64); Q itself solves."""
+    X = np.random.RandomState(0).rand(300, 2)
+    squared = (X * X).sum(axis=1)
+    Q = np.exp(-(squared[:, None] + squared[None, :] - 2.0 * X @ X.T)) + 1e-7 * np.eye(300)
+    assert np.linalg.eigvalsh(Q)[0] > 0.9e-7
+    assert np.linalg.eigvalsh(Q.astype(np.float32).astype(np.float64))[0] < 0.0
+    record = active_face.NewtonRecord()
+    assert solve_face_system(Q.astype(np.float32), diag_face=np.diag(Q), record=record) is None
+    assert record.float32_gram_failed
+    exact = active_face.NewtonRecord()
+    x = solve_face_system(Q, record=exact)
+    np.testing.assert_allclose(Q @ x, 1.0, rtol=1e-6)
+    assert not exact.float32_gram_failed

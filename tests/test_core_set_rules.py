@@ -720,3 +720,54 @@ def test_rows_repeated_with_both_labels_at_large_c_keep_their_one_over_c():
         assert model.solver_info_[0]["status"] == "converged"
         assert model.solver_info_[0]["iterations"] < 1_000_000
         assert model.score(X, y) > 0.6, C  # the float64 Gram's model: 0.663 and 0.673
+
+
+def square_boundary(m: int):
+    """``m`` points of the unit square, labelled by a noisy sine: at gamma 1 the RBF Gram's spectrum decays to far
+    below float32's rounding."""
+    rng = np.random.RandomState(0)
+    X = rng.rand(m, 2)
+    return X, (np.sin(6 * X[:, 0]) + 0.2 * rng.randn(m) > 2 * X[:, 1] - 1).astype(int)
+
+
+def test_core_set_in_float64_recomputes_the_gram_and_gradient():
+    """``CoreSetState.in_float64``: the same points and weights, Q in float64 (not the float32 entries widened), and
+    G = Q a from it."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from coresvm.solvers.core_set import CoreSetState, append_points
+
+    X, y = square_boundary(300)
+    signs = np.where(y == 1, 1.0, -1.0)
+    problem = SimplexProblem(X, signs, np.full(300, 1e6), KernelSpec("rbf", 1.0))
+    core = CoreSetState.growable(2**24, 1e-2, max_points=300)
+    alpha = np.random.RandomState(1).rand(200)
+    append_points(problem, core, np.arange(200), alpha / alpha.sum())
+    assert core.gram.dtype == np.float32 and core.fits_float64(2**24)
+    wide = core.in_float64(problem, 2**24)
+    Q = (rbf_kernel(X[:200], gamma=1.0) + 1.0) * np.outer(signs[:200], signs[:200]) + 1e-6 * np.eye(200)
+    assert wide.gram.dtype == np.float64 and wide.size == 200
+    np.testing.assert_array_equal(wide.points[:200], np.arange(200))
+    np.testing.assert_allclose(wide.gram[:200, :200], Q, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(wide.G[:200], Q @ wide.alpha[:200], rtol=1e-12)
+    assert not core.fits_float64(200 * 200 * 8 - 1)  # the budget must hold the points in float64
+
+
+def test_a_fit_whose_float32_gram_rounding_breaks_a_face_goes_on_in_float64(monkeypatch):
+    """3,000 points of :func:`square_boundary` at C = 1e6: a face of the float32 Gram proves indefinite, and the
+    core set goes on with a float64 Gram to convergence.  Kept in float32 the same fit runs to max_iter."""
+    from coresvm.solvers.core_set import CoreSetState
+
+    X, y = square_boundary(3000)
+    params = {"C": 1e6, "gamma": 1.0, "cache_size": 40, "random_state": 0, "max_iter": 1_500_000}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = CoreSVC(**params).fit(X, y)
+    info = model.solver_info_[0]
+    assert (info["status"], info["gram_dtype"]) == ("converged", "float64")
+    assert model.score(X, y) > 0.9
+    monkeypatch.setattr(CoreSetState, "fits_float64", lambda self, budget_bytes: False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        kept = CoreSVC(**params).fit(X, y)
+    assert (kept.solver_info_[0]["status"], kept.solver_info_[0]["gram_dtype"]) == ("max_iter", "float32")

@@ -15,3 +15,6 @@ def test_precompile_compiles_the_loops_of_large_fits(capsys):
                  kernels.widened_matvec, kernels.widened_matvec_transposed, kernels.csr_rows_times_dense,
                  kernels.csr_rows_exp_sums, kernels.csr_scaled_transposed, core_set.computed_gradient):
         assert any("float32" in str(signature) for signature in loop.signatures), loop.__name__
+    # ... and a float64 Gram's: tight tolerances, or large C once float32's rounding broke a face
+    for loop in (active_face.rows_times_vector, active_face.gram_face_product, core_set.inner_solve):
+        assert any(str(signature).startswith("(Array(float64, 2") for signature in loop.signatures), loop.__name__

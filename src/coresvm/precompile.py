@@ -53,11 +53,13 @@ def _problems() -> list[tuple[str, dict, np.ndarray, np.ndarray]]:
         ("CSR binary", {}, sp.csr_matrix(X), y_binary),
         ("CSR multiclass", {}, sp.csr_matrix(X), y_three),
         ("dense core set", {"cache_size": CORE_SET_CACHE_MB}, X, y_binary),
+        # a float64 Gram: tight tolerances, and large C once float32's rounding broke a face (CoreSetState.in_float64)
+        ("float64 core set", {"cache_size": CORE_SET_CACHE_MB, "tol": 1e-4}, X, y_binary),
     ]
 
 
 # Newton steps on the core set's active face (solvers.active_face) run only in large fits: one face small enough to
-# factorize and one solved by conjugate gradients, in the core set's float32 Gram.
+# factorize and one solved by conjugate gradients, in the core set's float32 Gram and in a float64 one.
 NEWTON_FACES = (200, CHOLESKY_MAX_FACE + 1)
 
 
@@ -67,12 +69,13 @@ def _newton_steps() -> None:
     for n in NEWTON_FACES:
         X = rng.standard_normal((n, 3))
         squared = (X * X).sum(axis=1)
-        gram = np.exp(-(squared[:, None] + squared[None, :] - 2.0 * X @ X.T)).astype(np.float32)
-        inv_c = np.full(n, 0.01)
-        gram[np.diag_indices(n)] += np.float32(0.01)
-        alpha = np.full(n, 1.0 / n)
-        G = gram.astype(np.float64) @ alpha
-        newton_step(gram, alpha, G, n, lambda a, g: 0.0, lambda: 0, 1.0, inv_c)
+        for dtype in (np.float32, np.float64):
+            gram = np.exp(-(squared[:, None] + squared[None, :] - 2.0 * X @ X.T)).astype(dtype)
+            inv_c = np.full(n, 0.01)
+            gram[np.diag_indices(n)] += dtype(0.01)
+            alpha = np.full(n, 1.0 / n)
+            G = gram.astype(np.float64) @ alpha
+            newton_step(gram, alpha, G, n, lambda a, g: 0.0, lambda: 0, 1.0, inv_c)
 
 
 def _float32_products() -> None:

@@ -160,11 +160,14 @@ def solve_face_system(Q_face: np.ndarray, face_residual: float = FACE_RESIDUAL,
                 return x
             if record is not None:
                 record.float32_failed = True
+        rounded = Q_face.dtype == np.float32
         Q_face = Q_face.astype(np.float64)
         Q_face[np.diag_indices_from(Q_face)] += shortfall
         try:
             factor = cho_factor(Q_face, lower=True, overwrite_a=True, check_finite=False)
         except LinAlgError:
+            if rounded and record is not None:
+                record.float32_gram_failed = True
             return None
         return cho_solve(factor, ones, check_finite=False)
 
@@ -448,6 +451,9 @@ class NewtonRecord:
     cg_serves: bool = True  # ... and the Newton step from their solution was kept
     cg_iterations: int = 0  # the last conjugate gradients' iterations (0: none yet)
     float32_failed: bool = False  # a float32 factorization missed its residual (solve_face_system)
+    # A face of a float32 Gram was not positive definite in float64 either: Q's own faces are (their eigenvalues are
+    # at least the smallest 1/C), so float32's rounding is at fault (solve_with_newton: ``float64_gram``).
+    float32_gram_failed: bool = False
 
     def note(self, kept: bool, by_cg: bool = False, n_face: int = 0) -> None:
         """Note a Newton step, ``kept`` or rejected; ``by_cg``: its face of ``n_face`` points was solved by conjugate
@@ -520,13 +526,15 @@ def newton_cheaper(per_step: float, gap: float, tol: float, n_w: int, n_face: in
 
 def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_steps: int, time_left: float,
                       gap_of, inv_c=None, record: NewtonRecord | None = None,
-                      diag: np.ndarray | None = None) -> tuple[int, float]:
+                      diag: np.ndarray | None = None, float64_gram_possible: bool = False) -> tuple[int, float]:
     """Run ``pairwise_solve(tol, max_steps, time_left) -> (steps, gap)`` in chunks, taking a Newton step on the
     active face when the chunks' rate says it pays (:func:`newton_pays`).  Returns (steps, gap) as the pairwise
     solve does.  ``gap_of(alpha, G)``: the relative duality gap of the L2-SVM, which measures the rate.
     ``record``: the fit's :class:`NewtonRecord`, shared by its solves (a fresh one when not given).  ``diag``: Q's
     diagonal where the Gram's cannot hold it (:func:`face_minimum`).  The points without weight that violate (what a
-    growth just added) size the first chunk (:func:`first_chunk_steps`)."""
+    growth just added) size the first chunk (:func:`first_chunk_steps`).  ``float64_gram_possible``: the caller can
+    recompute a float32 ``gram`` in float64, so the solve returns as soon as a face proves float32's rounding
+    indefinite (``record.float32_gram_failed``), for the caller to do so and solve again."""
     record = NewtonRecord() if record is None else record
     start = fit_clock()
     chunk = max(MIN_CHUNK_STEPS, CHUNK_STEPS_PER_POINT * n_w)
@@ -554,6 +562,8 @@ def solve_with_newton(pairwise_solve, gram, alpha, G, n_w: int, tol: float, max_
                                                         record, diag, face_residual_for(tol))
             steps_done += polish_steps
             record.note(kept, by_cg=not factorize, n_face=n_face)
+            if record.float32_gram_failed and float64_gram_possible:
+                return steps_done, gap
             if not kept:
                 chunk *= 2  # the face did not help yet: try again after more pairwise steps
             window_steps, window_start, smallest = 0, gap_after, gap_after

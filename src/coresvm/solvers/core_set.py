@@ -708,6 +708,9 @@ def gram_dtype(tol: float) -> type:
     return np.float32 if tol >= FLOAT32_GRAM_MIN_TOL else np.float64
 
 
+FLOAT64_GRAM_TOL = float(np.nextafter(FLOAT32_GRAM_MIN_TOL, 0.0))  # the largest tolerance given a float64 Gram
+
+
 @njit(cache=True)
 def duality_gap_weights(inv_c, tol, lam):
     """``inv_c`` where :func:`l2svm_duality_gap` may end a solve, else an empty array (the Frank-Wolfe gap alone).
@@ -895,6 +898,25 @@ class CoreSetState:
             getattr(grown, name)[:n] = getattr(self, name)[:n]
         for name in ("points", "alpha", "G", "diag", "inv_c", "gram"):
             setattr(self, name, getattr(grown, name))
+
+    def fits_float64(self, budget_bytes: int) -> bool:
+        """Whether the core set has a float32 Gram that ``budget_bytes`` would hold in float64 (:meth:`in_float64`)."""
+        return (not self.rows_computed and self.gram.dtype == np.float32
+                and self.size <= budget_capacity(budget_bytes, FLOAT64_GRAM_TOL, self.max_capacity))
+
+    def in_float64(self, problem, budget_bytes: int) -> CoreSetState:
+        """The same points and weights with a float64 Gram (its rows and ``G`` computed again), growable within
+        ``budget_bytes`` (:meth:`fits_float64`).  Float32 rounds each entry by up to 6e-8 of the kernel's scale; at
+        large C those errors, summed over a face of thousands of points, outweigh the diagonal's 1/C and the face
+        is no longer positive definite: one-hot cover-type rows (10,000 points) at C = 1,048,576 hit max_iter after
+        10 million steps in float32 (relative gap 2.6), and converged in 465,000 steps in float64."""
+        n = self.size
+        fresh = CoreSetState.growable(budget_bytes, FLOAT64_GRAM_TOL, max_points=problem.n_points,
+                                      initial=max(1024, n))
+        fresh.reserve(n)
+        append_points(problem, fresh, self.points[:n], self.alpha[:n])
+        fresh.refused_at = self.refused_at
+        return fresh
 
     def compact(self) -> None:
         """Drop points with zero weight (they re-enter if they violate again)."""
@@ -1300,8 +1322,8 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     """
     m = problem.n_points
     lam = float(problem.lam)
-    budget = options.cache_bytes if options.core_set_bytes is None else options.core_set_bytes
-    core = CoreSetState.growable(budget, options.tol, max_points=m, initial=max(1024, len(init_idx)))
+    gram_budget = options.cache_bytes if options.core_set_bytes is None else options.core_set_bytes
+    core = CoreSetState.growable(gram_budget, options.tol, max_points=m, initial=max(1024, len(init_idx)))
     init_idx, init_alpha = init_idx[: core.capacity], init_alpha[: core.capacity] / init_alpha[: core.capacity].sum()
     append_points(problem, core, init_idx, init_alpha)
     in_core = np.zeros(m, dtype=bool)
@@ -1337,8 +1359,18 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         phase_start = fit_clock()
         time_left = max(options.max_time - (phase_start - start), 0.0)
         steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left,
-                                       newton_record)
+                                       newton_record, core.fits_float64(gram_budget))
         seconds["inner_solve"] += fit_clock() - phase_start
+        if newton_record.float32_gram_failed and core.fits_float64(gram_budget):
+            newton_record.float32_gram_failed = False
+            phase_start = fit_clock()
+            core = core.in_float64(problem, gram_budget)
+            seconds["growth"] += fit_clock() - phase_start
+            phase_start = fit_clock()
+            more_steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget - steps,
+                                                max(options.max_time - (phase_start - start), 0.0), newton_record)
+            seconds["inner_solve"] += fit_clock() - phase_start
+            steps += more_steps
         total_steps += steps
         rounds += 1
         alpha, G, diag = core.alpha[:n], core.G[:n], core.diag[:n]
@@ -1449,7 +1481,8 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         # it differs from a float64 kernel recomputation only by the float32 entries' rounding: 4e-5 to 4e-4
         # relative on a9a, w8a and ijcnn1, where that recomputation (#SV^2 kernel values) took up to 7 s.
         n2 = float(alpha @ core.G[keep])
-    phases = {**phase_record(seconds, newton_record), "rows_computed": core.rows_computed}
+    phases = {**phase_record(seconds, newton_record), "rows_computed": core.rows_computed,
+              "gram_dtype": core.gram.dtype.name}
     return support, alpha, total_steps, gap, scale, status, n2, rounds, core.refused_at, phases
 
 
@@ -1462,10 +1495,13 @@ def phase_record(seconds: dict, newton: NewtonRecord) -> dict:
 
 
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
-                time_left: float, newton_record: NewtonRecord) -> tuple[int, float]:
+                time_left: float, newton_record: NewtonRecord, float64_gram_possible: bool = False
+                ) -> tuple[int, float]:
     """Solve the core set to ``tol``: pairwise steps (:func:`inner_solve`), and for the L2-SVM (``lam = 0``)
     Newton steps on the active face where their rate is slow
-    (:func:`~coresvm.solvers.active_face.solve_with_newton`), a rate measured by the L2-SVM's duality gap."""
+    (:func:`~coresvm.solvers.active_face.solve_with_newton`), a rate measured by the L2-SVM's duality gap.
+    ``float64_gram_possible``: return once a face shows the float32 Gram's rounding indefinite
+    (:meth:`CoreSetState.in_float64`)."""
     gap_weights = duality_gap_weights(core.inv_c, float(options.tol), lam)
 
     row_threads = max(1, min(parallel_loop_threads(), n // PARALLEL_ROWS_MIN_POINTS)) if core.rows_computed else 1
@@ -1486,7 +1522,8 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
         return l2svm_duality_gap(alpha, G, inv_c, n) / (2.0 * max(float(alpha @ G), 1e-300))
 
     return solve_with_newton(pairwise_solve, core.gram, core.alpha, core.G, n, tol, max_steps, time_left,
-                             relative_gap, inv_c, newton_record, diag=core.diag[:n])
+                             relative_gap, inv_c, newton_record, diag=core.diag[:n],
+                             float64_gram_possible=float64_gram_possible)
 
 
 def exact_gradient(problem, support, alpha) -> np.ndarray:
