@@ -412,3 +412,25 @@ def test_a_face_that_float32_rounding_made_indefinite_is_recorded():
     x = solve_face_system(Q, record=exact)
     np.testing.assert_allclose(Q @ x, 1.0, rtol=1e-6)
     assert not exact.float32_gram_failed
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_face_less_a_few_points_is_solved_from_the_face_factorization(dtype):
+    """``dropped_face_solve``: the kept points' system solved from the whole face's float64 factor equals a new
+    factorization of theirs (to float64's precision; a float32 face's own rounded matrix); too many dropped points
+    for the bordered solve to pay, or no factor kept, give None."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 3)
+    squared = (X * X).sum(axis=1)
+    Q = np.exp(-(squared[:, None] + squared[None, :] - 2.0 * X @ X.T) / 4.0) + 0.01 * np.eye(400)
+    matrix = Q.astype(dtype)
+    record = active_face.NewtonRecord(float32_failed=True)  # a float32 face goes to the float64 factorization
+    factorized = active_face.FactorizedFace()
+    solve_face_system(matrix, diag_face=np.diag(Q), record=record, factorized=factorized)
+    kept = np.sort(rng.choice(400, 400 - 400 // active_face.BORDERED_MAX_SHARE, replace=False))
+    reduced = matrix.astype(np.float64)[np.ix_(kept, kept)]
+    reduced[np.diag_indices_from(reduced)] = np.diag(Q)[kept]
+    np.testing.assert_allclose(active_face.dropped_face_solve(factorized, kept, 0.1),
+                               np.linalg.solve(reduced, np.ones(len(kept))), rtol=1e-9)
+    assert active_face.dropped_face_solve(factorized, kept[:-1], 0.1) is None
+    assert active_face.dropped_face_solve(active_face.FactorizedFace(), kept, 0.1) is None
