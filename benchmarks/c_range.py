@@ -10,6 +10,9 @@ Two small sets are not in ``compare.py`` and run only when named: ``banana`` (th
 standardized, a stratified 70/30 split; C and gamma from a 3-fold cross-validated grid of SVC on the training
 rows, C = 2^-1, 2^1, .., 2^13 and gamma = 2^-5 .. 2^3) and ``checkerboard-5k`` (5,000 rows, the 1M checkerboard's
 C and gamma and test set).  Their problems fit the compiled small-problem path (``solvers/dense.py``).
+``onehot-10k`` is the C-selection split of ``many_support_vectors.py --data onehot`` (cover-type-like rows: the
+10,000 fitting rows and 5,000 held-out rows of ``compare.select_core_C``, C = 1,024, gamma = 1/16): at its large C
+the core set's float32 Gram stops sufficing.
 
 Writes ``benchmarks/results/c_range.md`` (or ``--out``) with the command, date, revision, machine and
 library versions.
@@ -45,7 +48,7 @@ from provenance import git_revision, library_versions, machine  # noqa: E402
 STEPS = 6  # C x 4^k, k = 0..5
 FIT_LIMIT_S = 600.0  # a fit's process (warm-up and timed fit) is stopped after this
 # name -> (SVC's C, gamma): small sets, run only when named (module docstring)
-SMALL_SETS = {"banana": (32.0, 1.0), "checkerboard-5k": (10.0, 2.0)}
+SMALL_SETS = {"banana": (32.0, 1.0), "checkerboard-5k": (10.0, 2.0), "onehot-10k": (1024.0, 0.0625)}
 
 
 def parameters(name: str) -> tuple[float, float]:
@@ -67,6 +70,13 @@ def load(name: str):
                                                             random_state=compare.SEED, stratify=values[:, 2])
         scaler = StandardScaler().fit(X_train)
         return [scaler.transform(X_train), y_train, scaler.transform(X_test), y_test]
+    if name == "onehot-10k":
+        import many_support_vectors
+
+        X, y, _, _ = many_support_vectors.load("onehot")
+        order = np.random.RandomState(compare.SEED + 3).permutation(X.shape[0])  # compare.select_core_C's split
+        held, rest = order[: compare.HELD_OUT_ROWS], order[compare.HELD_OUT_ROWS :][: compare.SELECT_ROWS]
+        return [X[rest], y[rest], X[held], y[held]]
     return compare.load(name, False)
 
 
