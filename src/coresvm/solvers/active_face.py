@@ -512,7 +512,7 @@ class NewtonRecord:
     cg_iterations: int = 0  # the last conjugate gradients' iterations (0: none yet)
     float32_failed: bool = False  # a float32 factorization missed its residual (solve_face_system)
     # A face of a float32 Gram was not positive definite in float64 either: Q's own faces are (their eigenvalues are
-    # at least the smallest 1/C), so float32's rounding is at fault (solve_with_newton: ``float64_gram``).
+    # at least the smallest 1/C), so float32's rounding is at fault (solve_with_newton: ``float64_gram_possible``).
     float32_gram_failed: bool = False
 
     def note(self, kept: bool, by_cg: bool = False, n_face: int = 0) -> None:
