@@ -2,7 +2,7 @@
 
 The solvers are Numba functions compiled on first use and cached on disk (``cache=True``: in
 ``__pycache__`` next to the sources, or under ``NUMBA_CACHE_DIR``).  In a fresh environment the
-first fits therefore compile them -- about 45 s for a first multiclass, binary and CSR fit on a
+first fits therefore compile them -- about 2 minutes for a first multiclass, binary and CSR fit on a
 2-core machine -- and every later process loads them from the cache in well under a second.
 Numba compiles for the machine it runs on, so the cache cannot ship inside a wheel; run this once
 after installing (a Docker image's build step, a CI job's set-up) so that no user-facing fit pays
@@ -127,7 +127,7 @@ def precompile(verbose: bool = False) -> float:
     Returns
     -------
     float
-        Seconds taken: about 45 s in a fresh environment, well under a second once cached.
+        Seconds taken: about 3 minutes in a fresh environment on 2 cores, well under a second once cached.
     """
     start = time.perf_counter()
     for name, params, X, y in _problems():
