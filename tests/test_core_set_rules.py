@@ -755,7 +755,8 @@ def test_core_set_in_float64_recomputes_the_gram_and_gradient():
 
 def test_a_fit_whose_float32_gram_rounding_breaks_a_face_goes_on_in_float64(monkeypatch):
     """3,000 points of :func:`square_boundary` at C = 1e6: a face of the float32 Gram proves indefinite, and the
-    core set goes on with a float64 Gram to convergence.  Kept in float32 the same fit runs to max_iter."""
+    core set goes on with a float64 Gram to convergence.  Kept in float32 (the system refuses the float64 Gram's
+    memory) the same fit goes on and runs to max_iter."""
     from coresvm.solvers.core_set import CoreSetState
 
     X, y = square_boundary(3000)
@@ -766,7 +767,10 @@ def test_a_fit_whose_float32_gram_rounding_breaks_a_face_goes_on_in_float64(monk
     info = model.solver_info_[0]
     assert (info["status"], info["gram_dtype"]) == ("converged", "float64")
     assert model.score(X, y) > 0.9
-    monkeypatch.setattr(CoreSetState, "fits_float64", lambda self, budget_bytes: False)
+    def refused(self, problem, budget_bytes):
+        raise MemoryError
+
+    monkeypatch.setattr(CoreSetState, "in_float64", refused)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         kept = CoreSVC(**params).fit(X, y)

@@ -1346,6 +1346,7 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     finishing = core_set_full = False
     settled = None  # (support, alpha) after the last inner solve that time did not cut: the anytime model
     newton_record = NewtonRecord()  # rejected Newton steps make later solves try less eagerly
+    float64_refused = False  # the system refused a float64 Gram (CoreSetState.in_float64)
     seconds = {"inner_solve": 0.0, "scoring": 0.0, "growth": 0.0}
     while True:
         # Inexact inner solves: while the sample still finds violators, solve the
@@ -1359,13 +1360,17 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
         n = core.size
         phase_start = fit_clock()
         time_left = max(options.max_time - (phase_start - start), 0.0)
+        float64_possible = core.fits_float64(gram_budget) and not float64_refused
         steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget, time_left,
-                                       newton_record, core.fits_float64(gram_budget))
+                                       newton_record, float64_possible)
         seconds["inner_solve"] += fit_clock() - phase_start
-        if newton_record.float32_gram_failed and core.fits_float64(gram_budget):
+        if newton_record.float32_gram_failed and float64_possible:
             newton_record.float32_gram_failed = False
             phase_start = fit_clock()
-            core = core.in_float64(problem, gram_budget)
+            try:
+                core = core.in_float64(problem, gram_budget)
+            except MemoryError:  # refused by the system below the budget: go on in float32
+                float64_refused = True
             seconds["growth"] += fit_clock() - phase_start
             phase_start = fit_clock()
             more_steps, inner_gap = _solve_core(core, n, lam, second_rule, options, inner_tol, budget - steps,
