@@ -767,6 +767,7 @@ def test_a_fit_whose_float32_gram_rounding_breaks_a_face_goes_on_in_float64(monk
     info = model.solver_info_[0]
     assert (info["status"], info["gram_dtype"]) == ("converged", "float64")
     assert model.score(X, y) > 0.9
+
     def refused(self, problem, budget_bytes):
         raise MemoryError
 

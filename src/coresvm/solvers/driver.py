@@ -10,7 +10,7 @@ import numpy as np
 from ..cache import ColumnCache
 from ..problem import SimplexProblem
 from .core_set import (
-    FLOAT32_GRAM_MIN_TOL,
+    FLOAT64_GRAM_TOL,
     CoreSetState,
     budget_capacity,
     exact_gradient,
@@ -281,7 +281,7 @@ def ball_gram_tol(eps: float, eta: float) -> float:
     """
     if eta == 1.0:
         return eps
-    return min(eps, float(np.nextafter(FLOAT32_GRAM_MIN_TOL, 0.0)))
+    return min(eps, FLOAT64_GRAM_TOL)
 
 
 def ball_gram(budget_bytes: int, tol: float, m: int) -> np.ndarray:
