@@ -522,8 +522,12 @@ def test_imdm_values_are_the_clipped_decreases_of_the_pairwise_step(lam):
         scores = G - 0.5 * lam * diag
         p_i = int(np.argmin(scores))
         best = float(scores[p_i])
-        values = np.empty(n)
-        imdm_values(gram[p_i], alpha, G, diag, n, lam, diag[p_i], best, values)
+        values, blocks = np.empty(n), np.empty(n // EXTREME_BLOCK + 1)
+        n_blocks = imdm_values(gram[p_i], alpha, G, diag, n, lam, diag[p_i], best, values, blocks)
+        # each block's largest value (0 when none is positive), taken in the same pass
+        starts = range(0, n, EXTREME_BLOCK)
+        assert n_blocks == len(starts)
+        np.testing.assert_array_equal(blocks[:n_blocks], [max(0.0, values[s:s + EXTREME_BLOCK].max()) for s in starts])
         expected = np.zeros(n)
         for t in range(n):
             d, c = pairwise_direction(G[p_i], G[t], diag[p_i], diag[t], float(gram[p_i, t]), lam)
@@ -776,3 +780,23 @@ def test_a_fit_whose_float32_gram_rounding_breaks_a_face_goes_on_in_float64(monk
         warnings.simplefilter("ignore", ConvergenceWarning)
         kept = CoreSVC(**params).fit(X, y)
     assert (kept.solver_info_[0]["status"], kept.solver_info_[0]["gram_dtype"]) == ("max_iter", "float32")
+
+
+def test_vectorizable_extremes_are_max_and_min():
+    # max_no_nan / min_no_nan (LLVM's maxnum / minnum) replace max / min in the searches' reductions: the same values,
+    # infinities and ties included, so the blocked searches pick the same positions.
+    from numba import njit
+
+    from coresvm.solvers.extremes import max_no_nan, min_no_nan
+
+    @njit
+    def extremes(values):
+        largest, smallest = -np.inf, np.inf
+        for value in values:
+            largest, smallest = max_no_nan(largest, value), min_no_nan(smallest, value)
+        return largest, smallest
+
+    rng = np.random.default_rng(0)
+    for values in (rng.standard_normal(1000), np.array([np.inf, 1.0, -np.inf]), np.array([2.0, 2.0]), np.ones(0)):
+        expected = (values.max(), values.min()) if len(values) else (-np.inf, np.inf)
+        assert extremes(values) == expected

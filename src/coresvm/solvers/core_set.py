@@ -61,6 +61,7 @@ from .engine import (
     STATUS_MAX_TIME,
     print_progress,
 )
+from .extremes import max_no_nan, min_no_nan
 from .sampling import SWEEP_MAX_POINTS, NearMarginPoints, draw_distinct, next_candidates
 from .steps import (
     CURVATURE_FLOOR,
@@ -118,8 +119,10 @@ def select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_ru
     if second_rule == SECOND_IMDM:
         if values.shape[0] < n_w:
             values = np.empty(n_w)
-        imdm_values(row_i, alpha, G, diag_w, n_w, lam, diag_w[p_i], best, values)
-        return first_largest_positive(values, n_w)
+        blocks = np.empty(n_w // EXTREME_BLOCK + 1)
+        n_blocks = imdm_values(row_i, alpha, G, diag_w, n_w, lam, diag_w[p_i], best, values, blocks)
+        block, largest = _best_block(blocks, n_blocks, 0.0)
+        return _first_equal(values, n_w, 1.0, block, largest)
     if second_rule == SECOND_MDM and n_w > PLAIN_SCAN_MAX:
         p_j = largest_active_score(alpha, G, diag_w, n_w, lam, best)
         if p_j != p_i:  # p_i scores best, which is not above best: never chosen, but the loop below is the rule
@@ -153,10 +156,11 @@ def select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_ru
 # NumPy's error model: without the branch that raises Python's ZeroDivisionError, LLVM vectorizes the loop
 # (AVX2: 2.3 -> 0.7-1.1 ns per point; the search is most of a pairwise step's time).
 @njit(cache=True, error_model="numpy")
-def imdm_values(row_i, alpha, G, diag_w, n_w, lam, Q_ii, best, values):
+def imdm_values(row_i, alpha, G, diag_w, n_w, lam, Q_ii, best, values, blocks):
     """IMDM's value of every point as the partner of the toward vertex (score ``best``): the objective's
     decrease by the pairwise step clipped at the point's weight (Strack 2013, eq. 5.33); 0 where the point
-    cannot be a partner (no weight, a score not above ``best``, or a flat direction).
+    cannot be a partner (no weight, a score not above ``best``, or a flat direction).  Each block's largest
+    value (as ``block_maxima(values, n_w, 1.0, 0.0, blocks)``) is taken in the same pass; returns the block count.
 
     In terms of the score's excess ``h = score_t - best`` (half the step's slope, ``-d / 2`` of
     :func:`~coresvm.solvers.steps.pairwise_direction`) and the curvature ``c``: ``h^2 / c`` when the step
@@ -165,48 +169,60 @@ def imdm_values(row_i, alpha, G, diag_w, n_w, lam, Q_ii, best, values):
     (the same partners), with half the arithmetic of evaluating those as written: the pass took 10-25% less time
     (ijcnn1's core set, an Intel Xeon).
     """
-    for t in range(n_w):
+    full = n_w // EXTREME_BLOCK
+    for b in range(full):
+        blocks[b] = _imdm_block(row_i, alpha, G, diag_w, lam, Q_ii, best, values, b * EXTREME_BLOCK,
+                                b * EXTREME_BLOCK + EXTREME_BLOCK)
+    if full * EXTREME_BLOCK == n_w:
+        return full
+    blocks[full] = _imdm_block(row_i, alpha, G, diag_w, lam, Q_ii, best, values, full * EXTREME_BLOCK, n_w)
+    return full + 1
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _imdm_block(row_i, alpha, G, diag_w, lam, Q_ii, best, values, start, stop):
+    """:func:`imdm_values` on ``[start, stop)``; returns the largest value there (0 when none is positive)."""
+    largest = 0.0
+    for t in range(start, stop):
         a_t = alpha[t]
         h = vertex_score(G[t], lam, diag_w[t]) - best
         c = Q_ii + diag_w[t] - 2.0 * row_i[t]
         ca = c * a_t
         value = h * h / c if h < ca else 2.0 * h * a_t - ca * a_t
-        values[t] = value if (a_t > 0.0) & (h > 0.0) & (c > CURVATURE_FLOOR) else 0.0
+        value = value if (a_t > 0.0) & (h > 0.0) & (c > CURVATURE_FLOOR) else 0.0
+        values[t] = value
+        largest = max_no_nan(largest, value)
+    return largest
 
 
 # Positions of extremes are found in two steps: the extreme of every block of EXTREME_BLOCK entries, then the first
 # entry equal to the best block's extreme.  A single loop that carries the position runs a compare and a branch per
-# entry; a block's extreme is kept in EXTREME_LANES independent running maxima, since LLVM (Numba 0.68) neither
-# vectorizes a max reduction nor splits its one chain of dependent maxima: on an Intel Xeon (3,800 entries) one chain
-# per block took 0.45 ns per entry, eight 0.29-0.35 (a single loop-long chain 1.4).
+# entry.  The blocks' extremes are taken with max_no_nan / min_no_nan, which LLVM vectorizes (extremes.py), and where
+# possible in the pass that writes the entries, while they are in registers (imdm_values, _update_with_block_minima).
 EXTREME_BLOCK = 32
-EXTREME_LANES = 8
 PLAIN_SCAN_MAX = 256
 
 
-# Comparisons and sign flips only, so nothing is rounded; 'nnan' (no NaN among the entries) lets LLVM use max
-# instructions for the selects.
+# Comparisons and sign flips only, so nothing is rounded.
 @njit(inline="always", cache=True)
 def _block_max(values, start, floor):
-    """The maximum of ``floor`` and the EXTREME_BLOCK entries from ``start``, as EXTREME_LANES running maxima."""
-    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = floor
-    for t in range(start, start + EXTREME_BLOCK, EXTREME_LANES):
-        m0, m1, m2, m3 = max(values[t], m0), max(values[t + 1], m1), max(values[t + 2], m2), max(values[t + 3], m3)
-        m4, m5, m6, m7 = max(values[t + 4], m4), max(values[t + 5], m5), max(values[t + 6], m6), max(values[t + 7], m7)
-    return max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
+    """The maximum of ``floor`` and the EXTREME_BLOCK entries from ``start``."""
+    largest = floor
+    for t in range(start, start + EXTREME_BLOCK):
+        largest = max_no_nan(largest, values[t])
+    return largest
 
 
 @njit(inline="always", cache=True)
 def _block_min(values, start, ceiling):
     """:func:`_block_max` for the minimum."""
-    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = ceiling
-    for t in range(start, start + EXTREME_BLOCK, EXTREME_LANES):
-        m0, m1, m2, m3 = min(values[t], m0), min(values[t + 1], m1), min(values[t + 2], m2), min(values[t + 3], m3)
-        m4, m5, m6, m7 = min(values[t + 4], m4), min(values[t + 5], m5), min(values[t + 6], m6), min(values[t + 7], m7)
-    return min(min(min(m0, m1), min(m2, m3)), min(min(m4, m5), min(m6, m7)))
+    smallest = ceiling
+    for t in range(start, start + EXTREME_BLOCK):
+        smallest = min_no_nan(smallest, values[t])
+    return smallest
 
 
-@njit(cache=True, fastmath={"nnan"})
+@njit(cache=True)
 def block_maxima(values, n, sign, floor, out):
     """The maximum of ``floor`` and ``sign * values`` (``sign`` +-1) over each block of ``values[:n]``; returns
     the block count.  Negation is exact: ``max(-v) = -min(v)``, without a product per entry."""
@@ -275,29 +291,22 @@ def _active_score(alpha, G, diag_w, lam, t):
     return vertex_score(G[t], lam, diag_w[t]) if alpha[t] > 0.0 else -np.inf
 
 
-@njit(cache=True, fastmath={"nnan"})
+@njit(cache=True)
 def active_block_maxima(alpha, G, diag_w, n, lam, out):
     """The largest :func:`vertex_score` of the points with weight in each block of ``[:n]`` (-inf in a block
     without one), as :func:`block_maxima`; returns the block count."""
     full = n // EXTREME_BLOCK
     for b in range(full):
-        m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = -np.inf  # EXTREME_LANES running maxima
-        for t in range(b * EXTREME_BLOCK, (b + 1) * EXTREME_BLOCK, EXTREME_LANES):
-            m0 = max(_active_score(alpha, G, diag_w, lam, t), m0)
-            m1 = max(_active_score(alpha, G, diag_w, lam, t + 1), m1)
-            m2 = max(_active_score(alpha, G, diag_w, lam, t + 2), m2)
-            m3 = max(_active_score(alpha, G, diag_w, lam, t + 3), m3)
-            m4 = max(_active_score(alpha, G, diag_w, lam, t + 4), m4)
-            m5 = max(_active_score(alpha, G, diag_w, lam, t + 5), m5)
-            m6 = max(_active_score(alpha, G, diag_w, lam, t + 6), m6)
-            m7 = max(_active_score(alpha, G, diag_w, lam, t + 7), m7)
-        out[b] = max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
+        largest = -np.inf
+        for t in range(b * EXTREME_BLOCK, (b + 1) * EXTREME_BLOCK):
+            largest = max_no_nan(largest, _active_score(alpha, G, diag_w, lam, t))
+        out[b] = largest
     if full * EXTREME_BLOCK == n:
         return full
-    best = -np.inf
+    largest = -np.inf
     for t in range(full * EXTREME_BLOCK, n):
-        best = max(_active_score(alpha, G, diag_w, lam, t), best)
-    out[full] = best
+        largest = max_no_nan(largest, _active_score(alpha, G, diag_w, lam, t))
+    out[full] = largest
     return full + 1
 
 
@@ -372,8 +381,7 @@ def _toward_row_part(computed_rows, x_i, diag_w, alpha, G, i, best, start, stop,
     part = row[start:stop]
     _row_part(computed_rows, x_i, diag_w, i, start, stop, part)
     imdm_values(part, alpha[start:stop], G[start:stop], diag_w[start:stop], stop - start, 0.0, diag_w[i], best,
-                values[start:stop])
-    block_maxima(values[start:stop], stop - start, 1.0, 0.0, blocks[start // EXTREME_BLOCK:])
+                values[start:stop], blocks[start // EXTREME_BLOCK:])
 
 
 @njit(cache=True, nogil=True)
@@ -663,18 +671,27 @@ def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w
 @njit(inline="always", cache=True)
 def _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n, blocks):
     """``G[:n] = keep * G + step_i * row_i + step_j * row_j`` with each block's largest ``-G`` (as
-    ``block_maxima(G, n, -1.0, -inf, blocks)``) taken while the block is in L1 (a second pass over ``G`` made the
+    ``block_maxima(G, n, -1.0, -inf, blocks)``) taken in the update's own loop (a second pass over ``G`` made the
     update and search 8-14% slower); returns the block count."""
     full = n // EXTREME_BLOCK
     for b in range(full):
         start = b * EXTREME_BLOCK
-        _update_range(G, row_i, row_j, keep, step_i, step_j, start, start + EXTREME_BLOCK)
-        blocks[b] = -_block_min(G, start, np.inf)
+        blocks[b] = -_update_block(G, row_i, row_j, keep, step_i, step_j, start, start + EXTREME_BLOCK)
     if full * EXTREME_BLOCK == n:
         return full
-    _update_range(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n)
-    blocks[full] = _tail_max(G, full * EXTREME_BLOCK, n, -1.0, -np.inf)
+    blocks[full] = -_update_block(G, row_i, row_j, keep, step_i, step_j, full * EXTREME_BLOCK, n)
     return full + 1
+
+
+@njit(inline="always", cache=True)
+def _update_block(G, row_i, row_j, keep, step_i, step_j, start, stop):
+    """:func:`_update_range` on ``[start, stop)``, returning the smallest new ``G`` there."""
+    smallest = np.inf
+    for t in range(start, stop):
+        g = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
+        G[t] = g
+        smallest = min_no_nan(smallest, g)
+    return smallest
 
 
 @njit(inline="always", cache=True)
