@@ -17,8 +17,6 @@ from coresvm.solvers.core_set import (
     SECOND_VERTEX_RULES,
     draws_to_pass,
     duality_gap_weights,
-    first_largest,
-    first_largest_positive,
     imdm_values,
     l2svm_duality_gap,
     select_second_vertex,
@@ -454,25 +452,29 @@ def test_mirror_new_rows_copies_the_new_rows_into_the_old_rows_columns():
 BLOCKED_SIZES = [PLAIN_SCAN_MAX + 1, PLAIN_SCAN_MAX + EXTREME_BLOCK - 1, PLAIN_SCAN_MAX + EXTREME_BLOCK, 1000]
 
 
-@pytest.mark.parametrize("n", [0, 1, EXTREME_BLOCK + 1, PLAIN_SCAN_MAX, *BLOCKED_SIZES])
-def test_blocked_extreme_searches_find_the_first_extreme_like_a_plain_scan(n):
-    # The blocked searches of the pairwise step must pick exactly what one scan picks: the first position of
-    # the extreme, ties included (a different pick would change the solver's path).
+@pytest.mark.parametrize("n", [1, EXTREME_BLOCK + 1, PLAIN_SCAN_MAX, *BLOCKED_SIZES])
+def test_imdm_partner_search_finds_the_first_largest_value_like_a_plain_scan(n):
+    # IMDM's blocked search (each block's largest value taken in the values pass, then the first entry equal to the
+    # best block's) must pick exactly what one scan of the values picks: the first position of the largest positive
+    # value, ties included (a different pick would change the solver's path).  Entries past n must be ignored.
+    from coresvm.solvers.core_set import SECOND_IMDM
+
     rng = np.random.default_rng(n)
     for trial in range(30):
-        # many ties, then distinct values (a lane of the blocks' running extremes that is never read would show);
-        # entries past n must be ignored
-        values = (rng.integers(-3, 4, size=n + 3) if trial < 20 else rng.permutation(n + 3) - n // 2).astype(float)
-        values[n:] = 10.0 if trial % 2 else -10.0
-        if trial == 5:
-            values[:n] = -1.0  # nothing positive
-        head = values[:n]
-        expected_max = int(np.argmax(head)) if n and head.max() > 0 else -1
-        assert first_largest_positive(values, n) == expected_max
-        position, largest = first_largest(values, n, -1.0, -np.inf)  # the toward search's use
-        smallest = -largest
-        assert position == (int(np.argmin(head)) if n else -1)
-        assert smallest == (head.min() if n else np.inf)
+        size = n + 3
+        # small integers and few weights: many equal values; trial 5: no point scores above the toward vertex
+        G = rng.integers(0, 4, size=size).astype(float) if trial != 5 else np.zeros(size)
+        row = rng.integers(-1, 2, size=size).astype(np.float32)
+        alpha = rng.choice([0.0, 0.25, 0.5], size=size) if trial < 20 else rng.random(size) * (rng.random(size) > 0.3)
+        diag = np.full(size, 3.0)
+        G[n:], alpha[n:] = 10.0, 1.0  # past n: would win
+        p_i = int(np.argmin(G[:n]))
+        best = float(G[p_i])
+        values, blocks = np.empty(n), np.empty(n // EXTREME_BLOCK + 1)
+        imdm_values(row, alpha, G, diag, n, 0.0, diag[p_i], best, values, blocks)
+        expected = int(np.argmax(values)) if values.max() > 0 else -1
+        for work in (np.empty(n), np.empty(0)):  # a work space too short is replaced
+            assert select_second_vertex(row, alpha, G, diag, n, 0.0, p_i, best, SECOND_IMDM, 0.5, work) == expected
 
 
 @pytest.mark.parametrize("n", [0, 1, EXTREME_BLOCK + 1, *BLOCKED_SIZES])

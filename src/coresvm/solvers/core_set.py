@@ -160,7 +160,7 @@ def imdm_values(row_i, alpha, G, diag_w, n_w, lam, Q_ii, best, values, blocks):
     """IMDM's value of every point as the partner of the toward vertex (score ``best``): the objective's
     decrease by the pairwise step clipped at the point's weight (Strack 2013, eq. 5.33); 0 where the point
     cannot be a partner (no weight, a score not above ``best``, or a flat direction).  Each block's largest
-    value (as ``block_maxima(values, n_w, 1.0, 0.0, blocks)``) is taken in the same pass; returns the block count.
+    value (0 when none is positive) goes to ``blocks`` in the same pass; returns the block count.
 
     In terms of the score's excess ``h = score_t - best`` (half the step's slope, ``-d / 2`` of
     :func:`~coresvm.solvers.steps.pairwise_direction`) and the curvature ``c``: ``h^2 / c`` when the step
@@ -205,37 +205,12 @@ PLAIN_SCAN_MAX = 256
 
 # Comparisons and sign flips only, so nothing is rounded.
 @njit(inline="always", cache=True)
-def _block_max(values, start, floor):
-    """The maximum of ``floor`` and the EXTREME_BLOCK entries from ``start``."""
-    largest = floor
-    for t in range(start, start + EXTREME_BLOCK):
-        largest = max_no_nan(largest, values[t])
-    return largest
-
-
-@njit(inline="always", cache=True)
 def _block_min(values, start, ceiling):
-    """:func:`_block_max` for the minimum."""
+    """The minimum of ``ceiling`` and the EXTREME_BLOCK entries from ``start``."""
     smallest = ceiling
     for t in range(start, start + EXTREME_BLOCK):
         smallest = min_no_nan(smallest, values[t])
     return smallest
-
-
-@njit(cache=True)
-def block_maxima(values, n, sign, floor, out):
-    """The maximum of ``floor`` and ``sign * values`` (``sign`` +-1) over each block of ``values[:n]``; returns
-    the block count.  Negation is exact: ``max(-v) = -min(v)``, without a product per entry."""
-    full = n // EXTREME_BLOCK
-    for b in range(full):
-        if sign > 0.0:
-            out[b] = _block_max(values, b * EXTREME_BLOCK, floor)
-        else:
-            out[b] = -_block_min(values, b * EXTREME_BLOCK, -floor)
-    if full * EXTREME_BLOCK == n:
-        return full
-    out[full] = _tail_max(values, full * EXTREME_BLOCK, n, sign, floor)
-    return full + 1
 
 
 @njit(inline="always", cache=True)
@@ -259,26 +234,11 @@ def _best_block(blocks, n_blocks, floor):
     return block, best
 
 
-@njit(cache=True)
-def first_largest(values, n, sign, floor):
-    """The first position of the largest ``sign * values[t]`` above ``floor`` among ``values[:n]`` (-1 when
-    none is above), and that largest value (``floor`` when none)."""
-    if n <= PLAIN_SCAN_MAX:  # a short scan costs less than the blocks' work space (AESVM's ~35-point solves)
-        position, best = -1, floor
-        for t in range(n):
-            x = sign * values[t]
-            if x > best:
-                position, best = t, x
-        return position, best
-    blocks = np.empty((n + EXTREME_BLOCK - 1) // EXTREME_BLOCK)
-    block, best = _best_block(blocks, block_maxima(values, n, sign, floor, blocks), floor)
-    return _first_equal(values, n, sign, block, best), best
-
-
 @njit(inline="always", cache=True)
 def _first_equal(values, n, sign, block, best):
     """The first position in ``block`` (of :func:`_best_block`) where ``sign * values`` equals ``best``; -1 when
-    no block was chosen."""
+    no block was chosen.  With the blocks' extremes this is the first position of the extreme, as one scan finds
+    it."""
     if block >= 0:
         for t in range(block * EXTREME_BLOCK, min(block * EXTREME_BLOCK + EXTREME_BLOCK, n)):
             if sign * values[t] == best:
@@ -293,8 +253,8 @@ def _active_score(alpha, G, diag_w, lam, t):
 
 @njit(cache=True)
 def active_block_maxima(alpha, G, diag_w, n, lam, out):
-    """The largest :func:`vertex_score` of the points with weight in each block of ``[:n]`` (-inf in a block
-    without one), as :func:`block_maxima`; returns the block count."""
+    """The largest :func:`vertex_score` of the points with weight in each block of EXTREME_BLOCK entries of ``[:n]``
+    (-inf in a block without one) into ``out``; returns the block count."""
     full = n // EXTREME_BLOCK
     for b in range(full):
         largest = -np.inf
@@ -322,12 +282,6 @@ def largest_active_score(alpha, G, diag_w, n, lam, floor):
             if alpha[t] > 0.0 and vertex_score(G[t], lam, diag_w[t]) == best:
                 return t
     return -1
-
-
-@njit(cache=True)
-def first_largest_positive(values, n):
-    """The first position of the largest positive value among ``values[:n]``, or -1 when none is positive."""
-    return first_largest(values, n, 1.0, 0.0)[0]
 
 
 # The stopping rules of inner_solve (integer codes, like the second-vertex rules).
@@ -646,16 +600,15 @@ def _update_gradient(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, l
 @njit(cache=True)
 def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam):
     """:func:`_update_gradient` on a long core set: the update's pass (vectorized), with the L2-SVM's toward vertex
-    (its score is ``G`` itself) found as ``first_largest(G, n_w, -1.0, -inf)`` finds it, each block's minimum
-    taken in the update's pass (:func:`_update_with_block_minima`); for ``lam != 0`` a scan after the pass.  No
-    partner (-2)."""
+    (its score is ``G`` itself: the first smallest ``G``) found from each block's minimum, taken in the update's
+    pass (:func:`_update_with_block_minima`); for ``lam != 0`` a scan after the pass.  No partner (-2)."""
     if lam != 0.0:
         _update_range(G, row_i, row_j, keep, step_i, step_j, 0, n_w)
         _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j)
         p_i, best = smallest_score(G, diag_w, n_w, lam)
         return max(p_i, 0), best, -2
     full = n_w // EXTREME_BLOCK
-    blocks = np.empty(full + 1)  # the largest -G of each block, as block_maxima(G, n_w, -1.0, -inf)
+    blocks = np.empty(full + 1)  # the largest -G of each block
     n_blocks = _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n_w, blocks)
     if _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
         # G[i] and G[j] moved after their blocks' minima were taken: those two again (a test per block inside the
@@ -670,9 +623,9 @@ def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w
 
 @njit(inline="always", cache=True)
 def _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n, blocks):
-    """``G[:n] = keep * G + step_i * row_i + step_j * row_j`` with each block's largest ``-G`` (as
-    ``block_maxima(G, n, -1.0, -inf, blocks)``) taken in the update's own loop (a second pass over ``G`` made the
-    update and search 8-14% slower); returns the block count."""
+    """``G[:n] = keep * G + step_i * row_i + step_j * row_j`` with each block's largest ``-G`` put in ``blocks``,
+    taken in the update's own loop (a second pass over ``G`` made the update and search 8-14% slower); returns the
+    block count."""
     full = n // EXTREME_BLOCK
     for b in range(full):
         start = b * EXTREME_BLOCK
