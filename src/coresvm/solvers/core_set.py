@@ -113,13 +113,14 @@ def select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_ru
     Among active points scoring above ``best`` (the score ``G - lam/2 diag`` of
     ``p_i``): MDM the largest score; IMDM the largest decrease of the clipped
     step (Franc; Strack 2013, eq. 5.33); GMDM ``-f'(0) / curvature^(k/2)`` (eq. 5.35).
-    ``values``: work space of at least ``n_w`` entries for IMDM (allocated when shorter).
-    Shared by the core-set inner solve and the gsvm family.
+    ``values``: IMDM's work space, the values and after them their blocks' maxima: at least
+    ``partner_work_space(n_w)`` entries (allocated when shorter).  Shared by the core-set inner solve and the gsvm
+    family.
     """
     if second_rule == SECOND_IMDM:
-        if values.shape[0] < n_w:
-            values = np.empty(n_w)
-        blocks = np.empty(n_w // EXTREME_BLOCK + 1)
+        if values.shape[0] < partner_work_space(n_w):
+            values = np.empty(partner_work_space(n_w))
+        blocks = values[n_w:]
         n_blocks = imdm_values(row_i, alpha, G, diag_w, n_w, lam, diag_w[p_i], best, values, blocks)
         block, largest = _best_block(blocks, n_blocks, 0.0)
         return _first_equal(values, n_w, 1.0, block, largest)
@@ -151,6 +152,13 @@ def select_second_vertex(row_i, alpha, G, diag_w, n_w, lam, p_i, best, second_ru
             best_value = value
             p_j = t
     return p_j
+
+
+@njit(inline="always", cache=True)
+def partner_work_space(n):
+    """The entries of :func:`select_second_vertex`'s work space for ``n`` points: the IMDM values and their blocks'
+    maxima (allocated once per solve, not per step)."""
+    return n + n // EXTREME_BLOCK + 1
 
 
 # NumPy's error model: without the branch that raises Python's ZeroDivisionError, LLVM vectorizes the loop
@@ -428,7 +436,7 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     gap = np.inf
     t_start = now() if time_left < np.inf else 0.0  # AESVM's many small solves skip the clock
     # the IMDM search's work space; an empty view otherwise (no allocation for AESVM's many small solves)
-    values = np.empty(n_w) if second_rule == SECOND_IMDM else G[:0]
+    values = np.empty(partner_work_space(n_w)) if second_rule == SECOND_IMDM else G[:0]
     coverage = stop_rule == STOP_COVERAGE
     # Short core sets with MDM: the passes over the core set that find the toward vertex also find the partner
     # (a separate search pass cost AESVM's ~35-point CheckPoints 40% of their time); -2: not known, search.
@@ -603,7 +611,7 @@ def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w
     (its score is ``G`` itself: the first smallest ``G``) found from each block's minimum, taken in the update's
     pass (:func:`_update_with_block_minima`); for ``lam != 0`` a scan after the pass.  No partner (-2)."""
     if lam != 0.0:
-        _update_range(G, row_i, row_j, keep, step_i, step_j, 0, n_w)
+        _update_block(G, row_i, row_j, keep, step_i, step_j, 0, n_w)  # its minimum unused: compiled away
         _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j)
         p_i, best = smallest_score(G, diag_w, n_w, lam)
         return max(p_i, 0), best, -2
@@ -638,7 +646,8 @@ def _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n, blocks):
 
 @njit(inline="always", cache=True)
 def _update_block(G, row_i, row_j, keep, step_i, step_j, start, stop):
-    """:func:`_update_range` on ``[start, stop)``, returning the smallest new ``G`` there."""
+    """``G = keep * G + step_i * row_i + step_j * row_j`` on ``[start, stop)``; returns the smallest new ``G``
+    there."""
     smallest = np.inf
     for t in range(start, stop):
         g = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
@@ -659,13 +668,6 @@ def _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
     G[i] += moved_i
     G[j] += moved_j
     return moved_i != 0.0 or moved_j != 0.0
-
-
-@njit(inline="always", cache=True)
-def _update_range(G, row_i, row_j, keep, step_i, step_j, start, stop):
-    """``G = keep * G + step_i * row_i + step_j * row_j`` on ``[start, stop)``."""
-    for t in range(start, stop):
-        G[t] = keep * G[t] + step_i * row_i[t] + step_j * row_j[t]
 
 
 # float32 entries carry absolute errors ~1e-7, while g = Qa can be much smaller than the

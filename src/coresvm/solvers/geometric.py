@@ -73,7 +73,7 @@ from ..kernels import (
     single_threaded_blas,
 )
 from ..problem import extended_column, extended_row
-from .core_set import compact_gram_in_place, select_second_vertex
+from .core_set import compact_gram_in_place, partner_work_space, select_second_vertex
 from .engine import (
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,
@@ -342,7 +342,7 @@ def ball_step(data, norms, kind, gamma, coef0, degree, y, inv_c, bias, diag_all,
     """Bring the violator ``v_point`` into the SV set and take SphereSVM's or MNSVM's step (Strack 2013 Algs. 3-4).
 
     ``g_v`` is its ``g`` and ``best_row`` its row of ``Q`` over the SVs (used when it is not an SV yet);
-    ``partner_values`` is the second-vertex search's work space (as many entries as the SV set's capacity).
+    ``partner_values`` is the second-vertex search's work space (``partner_work_space`` of the SV set's capacity).
     Returns (number of SVs, new w2, whether the SV set was full).  Shared by the compiled
     search (:func:`drawn_ball_steps`) and the block search (:class:`BlockBallRun`).
     """
@@ -520,7 +520,7 @@ class BallRun:
         self.sv_pos = np.full(problem.n_points, -1, dtype=np.int64)
         self.alpha, self.g, self.diag = np.zeros(capacity), np.zeros(capacity), np.zeros(capacity)
         self.row, self.best_row = np.empty(capacity), np.empty(capacity)
-        self.partner_values = np.empty(capacity)  # ball_step's second-vertex search
+        self.partner_values = np.empty(partner_work_space(capacity))  # ball_step's second-vertex search
         self.n_sv = _append_sv(self.sv_idx, self.sv_pos, self.alpha, self.g, self.diag, gram, 0, init_point,
                                self.row, self.diag_all[init_point], self.diag_all[init_point], self.kargs[0],
                                features)
