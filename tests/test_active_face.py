@@ -19,7 +19,14 @@ from coresvm.solvers.active_face import (
     solve_face_system,
     solve_with_newton,
 )
-from coresvm.solvers.core_set import NO_LINEAR_TERM, ROWS_STORED, STOP_RELATIVE_GAP, inner_solve, l2svm_duality_gap
+from coresvm.solvers.core_set import (
+    NO_HELPER,
+    NO_LINEAR_TERM,
+    ROWS_STORED,
+    STOP_RELATIVE_GAP,
+    inner_solve,
+    l2svm_duality_gap,
+)
 from coresvm.solvers.engine import SECOND_VERTEX_RULES
 
 
@@ -155,7 +162,7 @@ def test_newton_steps_cut_the_pairwise_steps_of_an_ill_conditioned_solve(face_so
 
         def pairwise(tol_, max_steps, time_left, alpha=alpha, G=G):
             return inner_solve(Q, alpha, G, diag, 2000, 0.0, SECOND_VERTEX_RULES["imdm"], 0.0, 1.0, tol_, max_steps,
-                               time_left, inv_c, STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED)
+                               time_left, inv_c, STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED, 1, NO_HELPER)
 
         if newton:
             steps, gap = solve_with_newton(pairwise, Q, alpha, G, 2000, tol, 10**8, 1e9, gap_of, inv_c)
@@ -284,7 +291,7 @@ def test_a_solve_that_starts_with_new_violators_takes_a_short_first_chunk_and_re
         def pairwise(tol_, max_steps, time_left, alpha=alpha, G=G, quotas=quotas):
             quotas.append(max_steps)
             return inner_solve(Q, alpha, G, diag, 1500, 0.0, SECOND_VERTEX_RULES["imdm"], 0.0, 1.0, tol_, max_steps,
-                               time_left, inv_c, STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED)
+                               time_left, inv_c, STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED, 1, NO_HELPER)
 
         steps, gap = solve_with_newton(pairwise, Q, alpha, G, 1500, tol, 10**8, 1e9, relative_gap_of(inv_c), inv_c)
         assert gap <= tol

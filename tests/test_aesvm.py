@@ -15,7 +15,7 @@ from coresvm import AESVC, aesvc
 from coresvm import aesvm as A
 from coresvm.datasets import make_checkerboard
 from coresvm.kernels import KernelSpec, kernel_block
-from coresvm.solvers.core_set import ROWS_STORED, STOP_COVERAGE, inner_solve
+from coresvm.solvers.core_set import NO_HELPER, ROWS_STORED, STOP_COVERAGE, inner_solve
 from coresvm.solvers.engine import SECOND_MDM
 
 RBF = KernelSpec("rbf", 2.0)
@@ -160,7 +160,7 @@ def coverage_solve(K, point, cand, left_out, eps, tol):
     alpha[start] = 1.0
     G = W[start] + 0.5 * lin
     inner_solve(W, alpha, G, diag, len(cand), 0.0, SECOND_MDM, 0.0, 1.0, tol, 100_000, np.inf, np.zeros(0),
-                STOP_COVERAGE, lin, K[point, point], eps, ROWS_STORED)
+                STOP_COVERAGE, lin, K[point, point], eps, ROWS_STORED, 1, NO_HELPER)
     kept = ~left_out
     mu = alpha[kept]
     return alpha, mu @ W[np.ix_(kept, kept)] @ mu + lin[kept] @ mu + K[point, point]

@@ -13,6 +13,7 @@ import coresvm.solvers.core_set as core_set_module
 from coresvm.kernels import FUSED_MAX_FEATURES, KernelSpec, limit_kernel_threads, parallel_loop_threads
 from coresvm.problem import SimplexProblem
 from coresvm.solvers.core_set import (
+    NO_HELPER,
     NO_LINEAR_TERM,
     ROWS_STORED,
     SECOND_IMDM,
@@ -119,7 +120,7 @@ def test_pairwise_steps_on_computed_rows_take_the_stored_grams_steps():
         alpha = np.full(500, 1 / 500)
         G = stored.astype(np.float64) @ alpha + alpha * (core.diag[:500] - np.diagonal(stored))
         steps, gap = inner_solve(gram, alpha, G, core.diag, 500, 0.0, SECOND_IMDM, 0.0, 1.0, 1e-4, 20_000, np.inf,
-                                 np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, rows, row_threads)
+                                 np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, rows, row_threads, NO_HELPER)
         results.append((steps, gap, alpha, G))
     assert results[0][0] > 100
     for other in results[1:]:
@@ -150,7 +151,7 @@ def test_two_solves_with_rows_shared_among_threads_run_at_once():
         alpha, G = np.full(3000, 1 / 3000), start_G.copy()
         steps, _ = inner_solve(np.zeros((0, 0), dtype=np.float32), alpha, G, core.diag, 3000, 0.0, SECOND_IMDM, 0.0,
                                1.0, 1e-5, 30_000, np.inf, np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0,
-                               core.computed_rows, row_threads)
+                               core.computed_rows, row_threads, NO_HELPER)
         out.append((steps, alpha))
 
     alone: list = []

@@ -35,7 +35,14 @@ from numba import njit
 
 from .kernels import KernelSpec, kernel_block, kernel_diagonal, map_on_kernel_threads, squared_norms
 from .problem import SimplexProblem
-from .solvers.core_set import NO_LINEAR_TERM, ROWS_STORED, STOP_COVERAGE, STOP_RELATIVE_GAP, inner_solve
+from .solvers.core_set import (
+    NO_HELPER,
+    NO_LINEAR_TERM,
+    ROWS_STORED,
+    STOP_COVERAGE,
+    STOP_RELATIVE_GAP,
+    inner_solve,
+)
 from .solvers.driver import SolverOptions, run_engine
 from .solvers.engine import SECOND_MDM
 
@@ -337,7 +344,7 @@ def _coverage_qp(W, diag_w, n, lin, const, eps, tol, max_iter, alpha, G, active)
     # int64 codes, not literals: Numba would compile inner_solve once more for Literal[int] arguments;
     # lin[:0], an empty inv_c: no L2-SVM duality gap
     n_iter, _ = inner_solve(W, alpha, G, diag_w, n, 0.0, np.int64(SECOND_MDM), 0.0, 1.0, tol, max_iter, np.inf,
-                            lin[:0], np.int64(STOP_COVERAGE), lin, const, eps, ROWS_STORED)
+                            lin[:0], np.int64(STOP_COVERAGE), lin, const, eps, ROWS_STORED, 1, None)
     # over the few points with weight (a list, not a test of every alpha_j for each of them: 5% of DeriveAE)
     n_active = 0
     for i in range(n):
@@ -468,7 +475,7 @@ def sphere_set(K: np.ndarray, solver: str = "dense", X=None, spec: KernelSpec | 
     alpha[0] = 1.0  # every vertex has f = K_ii - K_ii = 0: start at the first
     G = K[0].copy()  # Q a with Q = K (no bias, no 1/C term)
     inner_solve(K, alpha, G, np.diag(K).copy(), n, 1.0, SECOND_MDM, 0.0, 1.0, float(tol), MEB_MAX_ITER, np.inf,
-                np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED)
+                np.zeros(0), STOP_RELATIVE_GAP, NO_LINEAR_TERM, 0.0, 0.0, ROWS_STORED, 1, NO_HELPER)
     return alpha
 
 

@@ -10,8 +10,8 @@ for it.  It fits small synthetic problems on each default path: dense binary and
 pairs (the compiled small-problem path), CSR input and dense problems too large for the kernel
 cache (the core-set solver), and predicts with each; then it takes Newton steps on a small and a large active
 face (:mod:`coresvm.solvers.active_face`), which only large fits reach, scores candidates in the layouts
-of large core sets, and grows a core set whose kernel rows are computed per step (large core sets of few-feature
-data).
+of large core sets, grows a core set whose kernel rows are computed per step (large core sets of few-feature
+data), and compiles the helper thread of large core sets' pairwise steps.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from .kernels import (
 )
 from .problem import SPARSE_MIN_FEATURES, SimplexProblem, sparse_layout
 from .solvers.active_face import CHOLESKY_MAX_FACE, newton_step
-from .solvers.core_set import CoreSetState, append_points
+from .solvers.core_set import CoreSetState, append_points, partner_work_space, pass_helper_loop
+from .solvers.helper_thread import EXIT, new_control
 from .svc import CoreSVC
 
 # A kernel cache of 0.05 MB holds no 200-point problem (200^2 * 8 bytes = 0.3 MB): the dense core-set path.
@@ -116,6 +117,20 @@ def _computed_rows() -> None:
     parallel_loop_threads()  # loads the threading layer the parallel steps of large computed-row core sets run on
 
 
+def _pass_helper() -> None:
+    """The helper thread's loop of large core sets' pairwise steps (:func:`~coresvm.solvers.core_set.pass_helper_loop`),
+    for a float32 and a float64 Gram; told to end before it starts.  The solving thread's side is in the inner solve
+    that every fit above compiled."""
+    X = np.random.default_rng(0).standard_normal((64, 2))
+    problem = SimplexProblem(X, np.where(X[:, 0] > 0, 1.0, -1.0), np.ones(64), KernelSpec("rbf", gamma=1.0))
+    for tol in (1e-2, 1e-4):  # a float32 and a float64 Gram (core_set.gram_dtype)
+        core = CoreSetState.growable(2**20, tol, max_points=64)
+        append_points(problem, core, np.arange(64), np.full(64, 1.0 / 64))
+        control = new_control()
+        control[EXIT] = 1
+        pass_helper_loop(core.gram, core.alpha, core.G, core.diag, 64, (control, np.empty(partner_work_space(64))))
+
+
 def precompile(verbose: bool = False) -> float:
     """Compile (or load from Numba's cache) the solver loops that default ``CoreSVC`` fits use.
 
@@ -139,7 +154,7 @@ def precompile(verbose: bool = False) -> float:
         if verbose:
             print(f"{name:>17}: {time.perf_counter() - begun:6.1f} s", flush=True)
     for name, step in (("Newton steps", _newton_steps), ("float32 products", _float32_products),
-                       ("computed rows", _computed_rows)):
+                       ("computed rows", _computed_rows), ("pass helper", _pass_helper)):
         begun = time.perf_counter()
         step()
         if verbose:

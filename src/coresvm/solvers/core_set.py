@@ -62,6 +62,19 @@ from .engine import (
     print_progress,
 )
 from .extremes import max_no_nan, min_no_nan
+from .helper_thread import (
+    ARGUMENTS,
+    NO_CONTROL,
+    RESULT,
+    HelperThread,
+    claim_second_half,
+    half_bounds_compiled,
+    new_control,
+    next_command,
+    publish,
+    second_half_done,
+    wait_for_second_half,
+)
 from .sampling import SWEEP_MAX_POINTS, NearMarginPoints, draw_distinct, next_candidates
 from .steps import (
     CURVATURE_FLOOR,
@@ -405,9 +418,107 @@ def parallel_pair_update(computed_rows, diag_w, G, i, j, step, n_w, n_parts, row
     return max(_first_equal(G, n_w, -1.0, block, largest), 0), -largest, -2
 
 
+# A helper thread takes the second half of each pass of the L2-SVM's IMDM steps on a stored Gram
+# (solvers.helper_thread).  A pass's arguments: the toward vertex, the partner (-1: the partner search), the toward
+# vertex's score and the step (floats); each half gives the position and value of its extreme.
+HELPER_MIN_POINTS = 8192
+TOWARD, PARTNER, SCORE, STEP = ARGUMENTS, ARGUMENTS + 1, ARGUMENTS + 2, ARGUMENTS + 3
+NO_HELPER = (NO_CONTROL, np.zeros(0))  # (control array, work space of partner_work_space(n) entries)
+
+
+@njit(cache=True, nogil=True)
+def _half_pass(Kw, alpha, G, diag_w, n_w, control, work, half):
+    """Half ``half`` of the pass in ``control``: the IMDM values, or the gradient update with the diagonal in float64
+    where this half holds it (:func:`_diagonal_in_float64`), each with its blocks' extremes in ``work`` after the
+    values.  Returns the first position of the half's extreme (-1: no partner) and the extreme: the largest IMDM value
+    (0 when none is positive), or the smallest ``G``.  The same numbers as the one-thread pass."""
+    start, stop = half_bounds_compiled(n_w, half, EXTREME_BLOCK)
+    i, j = control[TOWARD], control[PARTNER]
+    first_block = start // EXTREME_BLOCK
+    n_blocks = (stop - start + EXTREME_BLOCK - 1) // EXTREME_BLOCK
+    blocks = work[n_w + first_block:]
+    if j < 0:
+        imdm_values(Kw[i, start:stop], alpha[start:stop], G[start:stop], diag_w[start:stop], stop - start, 0.0,
+                    diag_w[i], control.view(np.float64)[SCORE], work[start:stop], blocks)
+        block, largest = _best_block(blocks, n_blocks, 0.0)
+        position = _first_equal(work[start:stop], stop - start, 1.0, block, largest)
+        return (position + start if position >= 0 else -1), largest
+    step = control.view(np.float64)[STEP]
+    _update_with_block_minima(G[start:stop], Kw[i, start:stop], Kw[j, start:stop], 1.0, step, -step, stop - start,
+                              blocks)
+    for t, step_t in ((i, step), (j, -step)):
+        if start <= t < stop:
+            moved = step_t * (diag_w[t] - Kw[t, t])
+            G[t] += moved
+            if moved != 0.0:
+                b = t // EXTREME_BLOCK
+                blocks[b - first_block] = _tail_max(G, b * EXTREME_BLOCK, min(b * EXTREME_BLOCK + EXTREME_BLOCK, n_w),
+                                                    -1.0, -np.inf)
+    block, largest = _best_block(blocks, n_blocks, -np.inf)
+    position = _first_equal(G[start:stop], stop - start, -1.0, block, largest)
+    return (position + start if position >= 0 else -1), -largest
+
+
+@njit(cache=True, nogil=True)
+def pass_helper_loop(Kw, alpha, G, diag_w, n_w, helper):
+    """The helper thread of :func:`inner_solve` (``helper``: its control array and work space): run the second half
+    of each pass it claims first, until told to end."""
+    control, work = helper
+    seen = 0
+    while True:
+        sequence = next_command(control, seen)
+        if sequence < 0:
+            return
+        seen = sequence
+        if claim_second_half(control, sequence):
+            position, value = _half_pass(Kw, alpha, G, diag_w, n_w, control, work, 1)
+            control[RESULT] = position
+            control.view(np.float64)[RESULT + 1] = value
+            second_half_done(control, sequence)
+
+
+@njit(cache=True, nogil=True)
+def _helped_pass(Kw, alpha, G, diag_w, n_w, helper, sequence):
+    """Publish pass ``sequence`` (its arguments written), run its first half, and its second unless the helper
+    claimed it first; returns both halves' (position, extreme)."""
+    control, work = helper
+    publish(control, sequence)
+    first = _half_pass(Kw, alpha, G, diag_w, n_w, control, work, 0)
+    if claim_second_half(control, sequence):
+        second = _half_pass(Kw, alpha, G, diag_w, n_w, control, work, 1)
+        second_half_done(control, sequence)
+        return first, second
+    wait_for_second_half(control, sequence)
+    return first, (control[RESULT], control.view(np.float64)[RESULT + 1])
+
+
+@njit(cache=True, nogil=True)
+def helped_partner(Kw, alpha, G, diag_w, n_w, helper, sequence, i, best):
+    """:func:`select_second_vertex`'s IMDM partner of ``i`` (score ``best``) for the L2-SVM, with the helper."""
+    control = helper[0]
+    control[TOWARD], control[PARTNER] = i, -1
+    control.view(np.float64)[SCORE] = best
+    (position, largest), (second_position, second_largest) = _helped_pass(Kw, alpha, G, diag_w, n_w, helper,
+                                                                          sequence)
+    return second_position if second_largest > largest else position
+
+
+@njit(cache=True, nogil=True)
+def helped_pair_update(Kw, alpha, G, diag_w, n_w, helper, sequence, i, j, step):
+    """The pairwise step's ``G += step (Q_i - Q_j)`` with the helper; returns what :func:`_update_gradient` does."""
+    control = helper[0]
+    control[TOWARD], control[PARTNER] = i, j
+    control.view(np.float64)[STEP] = step
+    (position, smallest), (second_position, second_smallest) = _helped_pass(Kw, alpha, G, diag_w, n_w, helper,
+                                                                            sequence)
+    if second_smallest < smallest:
+        return max(second_position, 0), second_smallest, -2
+    return max(position, 0), smallest, -2
+
+
 @njit(cache=True, nogil=True)  # releases the GIL: parallel one-vs-one pairs run in threads
 def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, max_steps, time_left, inv_c,
-                stop_rule, lin, const, eps, computed_rows, row_threads=1):
+                stop_rule, lin, const, eps, computed_rows, row_threads, helper):
     """Pairwise steps on the core set until its stopping rule holds (or ``max_steps`` steps, or ``time_left``
     seconds).  ``Q``'s rows are read from the Gram ``Kw``, or with ``computed_rows`` other than
     :data:`ROWS_STORED` computed per step (:func:`kernel_row`; ``Kw`` is then only a dtype).
@@ -430,13 +541,21 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     pass.  ``n2 = a'G``, ``D`` (and ``lin'a``) are updated in closed form (exact recomputation every 1024 steps
     bounds the drift).  ``row_threads``: threads among which the L2-SVM's steps with IMDM split each computed row and
     its passes (:func:`parallel_toward_row`, :func:`parallel_pair_update`: the same steps; 1: this thread alone).
+    ``helper``: :data:`NO_HELPER` (``None`` from compiled code), or for the L2-SVM's IMDM steps on a stored Gram
+    the control array and work space (:func:`partner_work_space`) of a thread running :func:`pass_helper_loop` on
+    the same arrays, which takes the second half of each pass (:func:`helped_partner`, :func:`helped_pair_update`:
+    the same steps).
     Returns (steps taken, the gap the rule tested: relative, or absolute for :data:`STOP_COVERAGE`).
     """
     steps = 0
     gap = np.inf
     t_start = now() if time_left < np.inf else 0.0  # AESVM's many small solves skip the clock
     # the IMDM search's work space; an empty view otherwise (no allocation for AESVM's many small solves)
-    values = np.empty(partner_work_space(n_w)) if second_rule == SECOND_IMDM else G[:0]
+    helped = False  # None: compiled callers (AESVM, dense rounds), whose helper code is pruned at compile time
+    if helper is not None:
+        helped = helper[0].shape[0] > 0
+    sequence = 0  # the helper's passes
+    values = np.empty(partner_work_space(n_w)) if second_rule == SECOND_IMDM and not helped else G[:0]
     coverage = stop_rule == STOP_COVERAGE
     # Short core sets with MDM: the passes over the core set that find the toward vertex also find the partner
     # (a separate search pass cost AESVM's ~35-point CheckPoints 40% of their time); -2: not known, search.
@@ -472,6 +591,10 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
         if n_parts > 1:
             row_i = buffers[0]
             p_j = parallel_toward_row(computed_rows, diag_w, alpha, G, p_i, best, n_w, n_parts, row_i, values, blocks)
+        elif helper is not None and helped:
+            row_i = Kw[p_i]
+            sequence += 1
+            p_j = helped_partner(Kw, alpha, G, diag_w, n_w, helper, sequence, p_i, best)
         else:
             row_i = Kw[p_i] if stored else kernel_row(computed_rows, diag_w, p_i, n_w, buffers[0])
             if partner == -2:
@@ -506,6 +629,10 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             if n_parts > 1:
                 next_i, best, partner = parallel_pair_update(computed_rows, diag_w, G, p_i, p_j, step, n_w, n_parts,
                                                              buffers, blocks)
+            elif helper is not None and helped:
+                sequence += 1
+                next_i, best, partner = helped_pair_update(Kw, alpha, G, diag_w, n_w, helper, sequence, p_i, p_j,
+                                                           step)
             else:
                 row_j = Kw[p_j] if stored else kernel_row(computed_rows, diag_w, p_j, n_w, buffers[1])
                 next_i, best, partner = _update_gradient(G, row_i, row_j, p_i, p_j, 1.0, step, -step, diag_w, n_w,
@@ -1483,11 +1610,20 @@ def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, option
     gap_weights = duality_gap_weights(core.inv_c, float(options.tol), lam)
 
     row_threads = max(1, min(parallel_loop_threads(), n // PARALLEL_ROWS_MIN_POINTS)) if core.rows_computed else 1
+    helped = (not core.rows_computed and lam == 0.0 and second_rule == SECOND_IMDM and n >= HELPER_MIN_POINTS
+              and parallel_loop_threads() > 1)
 
     def pairwise_solve(tol_: float, max_steps_: int, time_left_: float) -> tuple[int, float]:
-        return inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule, float(options.gmdm_k),
-                           float(options.eta), tol_, max_steps_, time_left_, gap_weights, STOP_RELATIVE_GAP,
-                           NO_LINEAR_TERM, 0.0, 0.0, core.computed_rows, row_threads)
+        def solve(helper) -> tuple[int, float]:
+            return inner_solve(core.gram, core.alpha, core.G, core.diag, n, lam, second_rule, float(options.gmdm_k),
+                               float(options.eta), tol_, max_steps_, time_left_, gap_weights, STOP_RELATIVE_GAP,
+                               NO_LINEAR_TERM, 0.0, 0.0, core.computed_rows, row_threads, helper)
+
+        if not helped:
+            return solve(NO_HELPER)
+        helper = (new_control(), np.empty(partner_work_space(n)))
+        with HelperThread(pass_helper_loop, helper[0], core.gram, core.alpha, core.G, core.diag, n, helper):
+            return solve(helper)
 
     if lam != 0.0 or core.rows_computed:  # Newton steps need the Gram
         return pairwise_solve(tol, max_steps, time_left)

@@ -56,7 +56,13 @@ from numba import njit
 from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
 from .clock import now
-from .core_set import ROWS_STORED, STOP_RELATIVE_GAP, duality_gap_weights, inner_solve, l2svm_duality_gap
+from .core_set import (
+    ROWS_STORED,
+    STOP_RELATIVE_GAP,
+    duality_gap_weights,
+    inner_solve,
+    l2svm_duality_gap,
+)
 from .driver import SolverOptions, SolverResult, run_engine, solver_result
 from .engine import SECOND_VERTEX_RULES, STATUS_CONVERGED, STATUS_CORE_SET_FULL, STATUS_MAX_ITER, STATUS_MAX_TIME
 from .sampling import balanced_start
@@ -609,7 +615,7 @@ def solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta,
     time_left = max(max_time - (now() - t_start), 0.0)
     taken, _ = inner_solve(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta, inner_tol,
                            min(max_iter - steps, round_steps), time_left, dual[:n_w], np.int64(STOP_RELATIVE_GAP),
-                           np.empty(0), 0.0, 0.0, ROWS_STORED)
+                           np.empty(0), 0.0, 0.0, ROWS_STORED, 1, None)
     n2, D = refresh_gradient(rows, alpha, n_w, diag, G)
     gap, scale = gap_and_scale(G, diag, lam, n2, D)
     status = ROUND_GOES_ON
