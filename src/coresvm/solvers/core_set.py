@@ -421,7 +421,9 @@ def parallel_pair_update(computed_rows, diag_w, G, i, j, step, n_w, n_parts, row
 # A helper thread takes the second half of each pass of the L2-SVM's IMDM steps on a stored Gram
 # (solvers.helper_thread).  A pass's arguments: the toward vertex, the partner (-1: the partner search), the toward
 # vertex's score and the step (floats); each half gives the position and value of its extreme.
-HELPER_MIN_POINTS = 8192
+# From 2,048 points (the same fits, helper on and off): ijcnn1's inner solves 8-14% faster, the 1M checkerboard's 8-16%,
+# a9a's (8,000-16,000 points) 15-30%; on 1,000 points a step took longer with the helper than without.
+HELPER_MIN_POINTS = 2048
 TOWARD, PARTNER, SCORE, STEP = ARGUMENTS, ARGUMENTS + 1, ARGUMENTS + 2, ARGUMENTS + 3
 NO_HELPER = (NO_CONTROL, np.zeros(0))  # (control array, work space of partner_work_space(n) entries)
 
