@@ -1,7 +1,7 @@
 """A second thread that takes the second half of each pass of a solve's steps, synchronised by spinning on atomics.
 
 A pairwise step on a stored Gram makes two passes over the core set (the partner search, then the gradient update),
-each 5-10 us on core sets of 8,000-16,000 points.  Numba's parallel regions cost ~10 us to start, about what they
+each 2-20 us on core sets of 2,000-16,000 points.  Numba's parallel regions cost ~10 us to start, about what they
 would save.  Here a helper thread lives for one inner solve and spins on a shared control array:
 
 1. the solving thread writes a pass's arguments and its sequence number into the command line (:func:`publish`),
@@ -12,9 +12,10 @@ would save.  Here a helper thread lives for one inner solve and spins on a share
 3. the solving thread, its half done, claims the second half too if the helper has not (a helper that the system has
    not scheduled holds up nothing), else waits for it (:func:`wait_for_second_half`) and reads its result.
 
-Each pass moves about three cache lines between the threads: the command, the state word and the result.  The
-waits spin with x86's ``pause``, and past :data:`YIELD_AFTER_PAUSES` also give the core away (``sched_yield`` on
-Linux), so that a helper whose core is taken by another process costs its solve little.
+Each pass moves two cache lines of the control array between the threads (the command; the state with the result),
+besides the few entries of the helper's half that the solving thread reads or writes for the step.  The waits spin
+with x86's ``pause``, and past :data:`YIELD_AFTER_PAUSES` also give the core away (``sched_yield`` on Linux), so that
+a helper whose core is taken by another process costs its solve little.
 
 Control array (int64; floats stored by their bits, read through a float64 view): the command line from
 :data:`SEQUENCE` (the pass's number, from 1, then its arguments), the state line from :data:`STATE` (``2 s - 1``:
