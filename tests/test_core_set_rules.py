@@ -497,7 +497,9 @@ def test_update_pass_finds_the_toward_vertex_of_the_updated_gradient(n, lam):
             if t < n:
                 expected[t] += step_t * (diag[t] - float(gram[t, t]))
         scores = expected - 0.5 * lam * diag[:n]
-        position, best, partner = _update_gradient_blocked(G, gram[i], gram[j], i, j, keep, step, -step, diag, n, lam)
+        blocks = np.full(n // EXTREME_BLOCK + 1, np.nan)  # the work space's old contents must not count
+        position, best, partner = _update_gradient_blocked(G, gram[i], gram[j], i, j, keep, step, -step, diag, n, lam,
+                                                           blocks)
         np.testing.assert_array_equal(G[:n], expected)
         assert (position, best, partner) == ((int(np.argmin(scores)), scores.min(), -2) if n else (0, np.inf, -2))
 

@@ -566,7 +566,8 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
     buffers = Kw[:0] if stored else np.empty((2, n_w), dtype=Kw.dtype)
     # Computed rows of the L2-SVM with IMDM: each row and its pass on row_threads threads (parallel_toward_row)
     n_parts = row_threads if not stored and not coverage and lam == 0.0 and second_rule == SECOND_IMDM else 1
-    blocks = np.empty(n_w // EXTREME_BLOCK + 1 if n_parts > 1 else 0)
+    # the blocks' extremes of the passes over core sets past PLAIN_SCAN_MAX points, sized once per solve
+    blocks = np.empty(n_w // EXTREME_BLOCK + 1) if n_parts > 1 or n_w > PLAIN_SCAN_MAX else G[:0]
     n2, D, p_i, best, lin_a, partner = _core_set_sums(alpha, G, diag_w, n_w, lam, lin, coverage, fused_mdm)
     while True:
         if steps % 1024 == 1023:
@@ -615,7 +616,7 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
                 alpha[t] *= 1.0 - step
             alpha[p_i] += step
             next_i, best, partner = _update_gradient(G, row_i, row_i, p_i, p_i, 1.0 - step, step, 0.0, diag_w, n_w,
-                                                     lam, alpha, fused_mdm)
+                                                     lam, alpha, fused_mdm, blocks)
         else:
             derivative, curvature = pairwise_direction(G[p_i], G[p_j], Q_ii, diag_w[p_j], row_i[p_j], lam)
             a_j = alpha[p_j]
@@ -638,7 +639,7 @@ def inner_solve(Kw, alpha, G, diag_w, n_w, lam, second_rule, gmdm_k, eta, tol, m
             else:
                 row_j = Kw[p_j] if stored else kernel_row(computed_rows, diag_w, p_j, n_w, buffers[1])
                 next_i, best, partner = _update_gradient(G, row_i, row_j, p_i, p_j, 1.0, step, -step, diag_w, n_w,
-                                                         lam, alpha, fused_mdm)
+                                                         lam, alpha, fused_mdm, blocks)
         p_i = next_i
         steps += 1
     return steps, gap
@@ -704,12 +705,13 @@ def l2svm_duality_gap(alpha, G, inv_c, n_w):
 
 
 @njit(cache=True, inline="always")  # see _core_set_sums; only the short pass: inlined, the long one ran 8% slower
-def _update_gradient(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha, find_mdm_partner):
+def _update_gradient(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam, alpha, find_mdm_partner, blocks):
     """``G = keep * G + step_i * row_i + step_j * row_j`` (``Q``'s rows ``i`` and ``j``); returns the new toward
     vertex, its score, and with ``find_mdm_partner`` (short core sets only) MDM's partner for it
-    (:func:`select_second_vertex`'s choice, -1: none), else -2."""
+    (:func:`select_second_vertex`'s choice, -1: none), else -2.  ``blocks``: past :data:`PLAIN_SCAN_MAX` points, a
+    work space of at least ``n_w // EXTREME_BLOCK + 1`` entries for the blocks' minima (allocated once per solve)."""
     if n_w > PLAIN_SCAN_MAX:
-        return _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam)
+        return _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam, blocks)
     # short (AESVM's CheckPoints): one pass costs less than a vectorized one and a search
     p_i = 0
     best = np.inf
@@ -735,7 +737,7 @@ def _update_gradient(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, l
 
 
 @njit(cache=True)
-def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam):
+def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w, n_w, lam, blocks):
     """:func:`_update_gradient` on a long core set: the update's pass (vectorized), with the L2-SVM's toward vertex
     (its score is ``G`` itself: the first smallest ``G``) found from each block's minimum, taken in the update's
     pass (:func:`_update_with_block_minima`); for ``lam != 0`` a scan after the pass.  No partner (-2)."""
@@ -744,8 +746,7 @@ def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w
         _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j)
         p_i, best = smallest_score(G, diag_w, n_w, lam)
         return max(p_i, 0), best, -2
-    full = n_w // EXTREME_BLOCK
-    blocks = np.empty(full + 1)  # the largest -G of each block
+    full = n_w // EXTREME_BLOCK  # blocks: the largest -G of each block (at least full + 1 entries)
     n_blocks = _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n_w, blocks)
     if _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
         # G[i] and G[j] moved after their blocks' minima were taken: those two again (a test per block inside the
