@@ -4,6 +4,7 @@ import threading
 
 import numpy as np
 import pytest
+from test_computed_rows import noisy_xor
 
 import coresvm.solvers.core_set as core_set_module
 from coresvm import CoreSVC
@@ -29,12 +30,6 @@ from coresvm.solvers.helper_thread import (
     new_control,
     second_half_done,
 )
-
-
-def noisy_xor(m: int, seed: int):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(m, 2)
-    return X, np.where(X[:, 0] * X[:, 1] + 0.4 * rng.randn(m) > 0, 1.0, -1.0)
 
 
 def core_set(m: int, C: float, tol: float) -> CoreSetState:

@@ -412,8 +412,7 @@ def parallel_pair_update(computed_rows, diag_w, G, i, j, step, n_w, n_parts, row
     _pair_update_parts(computed_rows, computed_rows[0][:, j].copy(), diag_w, G, j, step, n_w, n_parts, rows, blocks)
     if _diagonal_in_float64(G, rows[0], rows[1], diag_w, i, j, step, -step):
         for t in (i, j):  # their blocks' minima again, as _update_gradient_blocked
-            start = t // EXTREME_BLOCK * EXTREME_BLOCK
-            blocks[t // EXTREME_BLOCK] = _tail_max(G, start, min(start + EXTREME_BLOCK, n_w), -1.0, -np.inf)
+            blocks[t // EXTREME_BLOCK] = _negated_block_minimum(G, t // EXTREME_BLOCK, n_w)
     block, largest = _best_block(blocks, (n_w + EXTREME_BLOCK - 1) // EXTREME_BLOCK, -np.inf)
     return max(_first_equal(G, n_w, -1.0, block, largest), 0), -largest, -2
 
@@ -450,12 +449,10 @@ def _half_pass(Kw, alpha, G, diag_w, n_w, control, work, half):
                               blocks)
     for t, step_t in ((i, step), (j, -step)):
         if start <= t < stop:
-            moved = step_t * (diag_w[t] - Kw[t, t])
+            moved = _diagonal_move(diag_w, Kw[t, t], t, step_t)
             G[t] += moved
             if moved != 0.0:
-                b = t // EXTREME_BLOCK
-                blocks[b - first_block] = _tail_max(G, b * EXTREME_BLOCK, min(b * EXTREME_BLOCK + EXTREME_BLOCK, n_w),
-                                                    -1.0, -np.inf)
+                blocks[t // EXTREME_BLOCK - first_block] = _negated_block_minimum(G, t // EXTREME_BLOCK, n_w)
     block, largest = _best_block(blocks, n_blocks, -np.inf)
     position = _first_equal(G[start:stop], stop - start, -1.0, block, largest)
     return (position + start if position >= 0 else -1), -largest
@@ -746,15 +743,13 @@ def _update_gradient_blocked(G, row_i, row_j, i, j, keep, step_i, step_j, diag_w
         _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j)
         p_i, best = smallest_score(G, diag_w, n_w, lam)
         return max(p_i, 0), best, -2
-    full = n_w // EXTREME_BLOCK  # blocks: the largest -G of each block (at least full + 1 entries)
+    # blocks: the largest -G of each block (at least n_w // EXTREME_BLOCK + 1 entries)
     n_blocks = _update_with_block_minima(G, row_i, row_j, keep, step_i, step_j, n_w, blocks)
     if _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
         # G[i] and G[j] moved after their blocks' minima were taken: those two again (a test per block inside the
         # pass made ijcnn1's pairwise steps 15% slower)
         for t in (i, j):
-            b = t // EXTREME_BLOCK
-            blocks[b] = -_block_min(G, b * EXTREME_BLOCK, np.inf) if b < full else _tail_max(
-                G, full * EXTREME_BLOCK, n_w, -1.0, -np.inf)
+            blocks[t // EXTREME_BLOCK] = _negated_block_minimum(G, t // EXTREME_BLOCK, n_w)
     block, largest = _best_block(blocks, n_blocks, -np.inf)
     return max(_first_equal(G, n_w, -1.0, block, largest), 0), -largest, -2
 
@@ -793,11 +788,28 @@ def _diagonal_in_float64(G, row_i, row_j, diag_w, i, j, step_i, step_j):
     below its resolution (C above ~10^6, less once repeated rows are merged): then the two identical rows of a point
     labelled both ways are the same in the Gram, ``a'Qa`` of their pair is lost, and the solve ran to ``max_iter``
     with a meaningless gap, or stopped on a wrong model.  Zero for a float64 Gram (its diagonal is ``diag_w``)."""
-    moved_i = (step_i + step_j if j == i else step_i) * (diag_w[i] - row_i[i])
-    moved_j = 0.0 if j == i else step_j * (diag_w[j] - row_j[j])
+    moved_i = _diagonal_move(diag_w, row_i[i], i, step_i + step_j if j == i else step_i)
+    moved_j = 0.0 if j == i else _diagonal_move(diag_w, row_j[j], j, step_j)
     G[i] += moved_i
     G[j] += moved_j
     return moved_i != 0.0 or moved_j != 0.0
+
+
+@njit(inline="always", cache=True)
+def _diagonal_move(diag_w, gram_diagonal, t, step_t):
+    """What a step of ``step_t`` along row ``t`` misses of ``G[t]`` when the Gram's diagonal entry is
+    ``gram_diagonal`` and Q's (float64) is ``diag_w[t]`` (:func:`_diagonal_in_float64`)."""
+    return step_t * (diag_w[t] - gram_diagonal)
+
+
+@njit(inline="always", cache=True)
+def _negated_block_minimum(G, b, n):
+    """The largest ``-G`` of block ``b`` of ``G[:n]``, taken again after :func:`_diagonal_in_float64` moved one of
+    its entries: a whole block's by the vectorized :func:`_block_min`, the last partial block's by a scan."""
+    start = b * EXTREME_BLOCK
+    if start + EXTREME_BLOCK <= n:
+        return -_block_min(G, start, np.inf)
+    return _tail_max(G, start, n, -1.0, -np.inf)
 
 
 # float32 entries carry absolute errors ~1e-7, while g = Qa can be much smaller than the
