@@ -1,6 +1,7 @@
 """The helper thread that takes the second half of each pass of the core set's pairwise steps (helper_thread)."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -28,7 +29,9 @@ from coresvm.solvers.helper_thread import (
     claim_second_half,
     half_bounds,
     new_control,
+    next_command,
     second_half_done,
+    wait_for_second_half,
 )
 
 
@@ -140,3 +143,25 @@ def test_no_helper_past_this_threads_limit(helpers_started):
     with limit_kernel_threads(1):
         CoreSVC(C=100.0, gamma=2.0, random_state=0).fit(X, y)
     assert not helpers_started
+
+
+def test_waits_outlast_their_spins_and_see_the_other_threads_writes():
+    """Past YIELD_AFTER_PAUSES the waits give the core away (sched_yield) and go on waiting: a second half marked
+    done, and an end signalled, 50 ms later are still seen."""
+    control = new_control()
+    assert claim_second_half(control, 1)
+
+    def finish_later():
+        time.sleep(0.05)
+        second_half_done(control, 1)
+        time.sleep(0.05)
+        control[EXIT] = 1
+
+    other = threading.Thread(target=finish_later)
+    started = time.perf_counter()
+    other.start()
+    wait_for_second_half(control, 1)
+    assert time.perf_counter() - started >= 0.04
+    assert next_command(control, 0) == -1  # nothing published: the end signal
+    other.join()
+    assert time.perf_counter() - started >= 0.09
