@@ -19,7 +19,7 @@ from coresvm.solvers.active_face import (
     solve_face_system,
     solve_with_newton,
 )
-from coresvm.solvers.core_set import (
+from coresvm.solvers.core_steps import (
     NO_HELPER,
     NO_LINEAR_TERM,
     ROWS_STORED,

@@ -15,7 +15,7 @@ from coresvm import AESVC, aesvc
 from coresvm import aesvm as A
 from coresvm.datasets import make_checkerboard
 from coresvm.kernels import KernelSpec, kernel_block
-from coresvm.solvers.core_set import NO_HELPER, ROWS_STORED, STOP_COVERAGE, inner_solve
+from coresvm.solvers.core_steps import NO_HELPER, ROWS_STORED, STOP_COVERAGE, inner_solve
 from coresvm.solvers.engine import SECOND_MDM
 
 RBF = KernelSpec("rbf", 2.0)

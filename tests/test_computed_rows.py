@@ -9,23 +9,21 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import rbf_kernel
 
 import coresvm.kernels as kernels_module
+import coresvm.solvers.core_gram as core_gram
 import coresvm.solvers.core_set as core_set_module
 from coresvm.kernels import FUSED_MAX_FEATURES, KernelSpec, limit_kernel_threads, parallel_loop_threads
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import (
+from coresvm.solvers.core_gram import CoreSetState, append_points, computable_rows, computed_gradient
+from coresvm.solvers.core_steps import (
     NO_HELPER,
     NO_LINEAR_TERM,
     ROWS_STORED,
-    SECOND_IMDM,
     STOP_RELATIVE_GAP,
-    CoreSetState,
-    append_points,
-    computable_rows,
-    computed_gradient,
     inner_solve,
     kernel_row,
 )
 from coresvm.solvers.driver import SolverOptions, run_engine
+from coresvm.solvers.engine import SECOND_IMDM
 
 
 def noisy_xor(m: int, seed: int, d: int = 2):
@@ -68,7 +66,7 @@ def exact_q(X, y, C, points, gamma):
             + np.diag(1.0 / C[points]))
 
 
-@pytest.mark.parametrize("d", [2, 20, core_set_module.COMPUTED_ROWS_MAX_FEATURES, "one-hot"])
+@pytest.mark.parametrize("d", [2, 20, core_gram.COMPUTED_ROWS_MAX_FEATURES, "one-hot"])
 def test_computed_rows_are_the_extended_kernel_and_exactly_symmetric(d):
     """Dense rows by their differences, mostly-zero ones over their nonzero features and the norms: either way the
     extended kernel, symmetric bit for bit."""
@@ -83,7 +81,7 @@ def test_computed_rows_are_the_extended_kernel_and_exactly_symmetric(d):
     assert len(norms) == (core.capacity if d == "one-hot" else 0)
     if d == "one-hot":
         features = problem.rows_of(points)
-        assert np.count_nonzero(features) <= core_set_module.NONZERO_SHARE_FOR_NORMS * features.size
+        assert np.count_nonzero(features) <= core_gram.NONZERO_SHARE_FOR_NORMS * features.size
         np.testing.assert_allclose(norms[:200], np.einsum("ij,ij->i", features, features), rtol=1e-6)
     rows = np.empty((200, 200), dtype=np.float32)
     for i in range(200):
@@ -205,7 +203,7 @@ def test_only_dense_binary_rbf_problems_of_few_features_compute_their_rows():
     assert not computable_rows(SimplexProblem(X, y, C, KernelSpec("poly", 1.0, degree=2)), np.float32)
     several, _ = noisy_xor(100, 4, d=20)
     assert computable_rows(SimplexProblem(several, y, C, rbf), np.float32)
-    wide, _ = noisy_xor(100, 4, d=core_set_module.COMPUTED_ROWS_MAX_FEATURES + 1)
+    wide, _ = noisy_xor(100, 4, d=core_gram.COMPUTED_ROWS_MAX_FEATURES + 1)
     assert not computable_rows(SimplexProblem(wide, y, C, rbf), np.float32)
 
 

@@ -11,18 +11,17 @@ import coresvm.svc as svc_module
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec, kernel_product
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import (
+from coresvm.solvers.core_set import draws_to_pass, violator_upper_bound
+from coresvm.solvers.core_steps import (
     EXTREME_BLOCK,
     PLAIN_SCAN_MAX,
-    SECOND_VERTEX_RULES,
-    draws_to_pass,
     duality_gap_weights,
     imdm_values,
     l2svm_duality_gap,
     select_second_vertex,
-    violator_upper_bound,
 )
 from coresvm.solvers.driver import SolverOptions, run_engine
+from coresvm.solvers.engine import SECOND_VERTEX_RULES
 from coresvm.solvers.sampling import NEAR_MARGIN_SHARE, NEAR_MARGIN_VIOLATORS, NearMarginPoints
 
 
@@ -251,7 +250,7 @@ def test_core_set_gram_equals_the_extended_kernel(sparse, gamma, tol):
 
     from coresvm.kernels import KernelSpec
     from coresvm.problem import SimplexProblem
-    from coresvm.solvers.core_set import CoreSetState, append_points
+    from coresvm.solvers.core_gram import CoreSetState, append_points
 
     rng = np.random.default_rng(0)
     X = rng.random((300, 6))
@@ -280,7 +279,7 @@ def test_rows_far_from_the_origin_get_the_same_float32_gram_accuracy():
 
     from coresvm.kernels import KernelSpec
     from coresvm.problem import SimplexProblem
-    from coresvm.solvers.core_set import CoreSetState, append_points
+    from coresvm.solvers.core_gram import CoreSetState, append_points
 
     rng = np.random.default_rng(1)
     X = rng.random((200, 3)) + 1000.0
@@ -355,7 +354,7 @@ def test_gradient_stays_the_gram_times_the_weights_through_a_large_c_fit(monkeyp
 def test_mirror_new_rows_over_tasks_that_straddle_the_old_and_new_rows(n, k, task):
     """append_points' tasks cover old and new rows alike: every column of a new point becomes its row (sizes
     below, across and beyond several bands and tiles of the copy)."""
-    from coresvm.solvers.core_set import mirror_new_rows
+    from coresvm.solvers.core_gram import mirror_new_rows
 
     gram = np.random.default_rng(1).random((n + k, n + k)).astype(np.float32)
     before = gram.copy()
@@ -368,7 +367,7 @@ def test_mirror_new_rows_over_tasks_that_straddle_the_old_and_new_rows(n, k, tas
 
 def test_mirror_new_rows_makes_the_new_rows_block_symmetric():
     """Tiles that do not divide the sizes, and ranges of new rows as the threads' tasks; nothing else moves."""
-    from coresvm.solvers.core_set import mirror_new_rows
+    from coresvm.solvers.core_gram import mirror_new_rows
 
     n, k = 150, 200
     gram = np.random.default_rng(0).random((n + k, n + k)).astype(np.float32)
@@ -385,27 +384,27 @@ def test_mirror_new_rows_makes_the_new_rows_block_symmetric():
 def test_growable_core_set_reserves_its_limit_and_falls_back_to_doubling_when_refused(monkeypatch):
     """The Gram is reserved at the budget's (or the problem's) size at once, so growth copies nothing; where the
     address space is refused it starts at ``initial`` points and doubles, never past the limit."""
-    import coresvm.solvers.core_set as core_set_module
-    from coresvm.solvers.core_set import CoreSetState
+    import coresvm.solvers.core_gram as core_gram_module
+    from coresvm.solvers.core_gram import CoreSetState
 
-    monkeypatch.setattr(core_set_module, "address_space_is_lazy", lambda: True)
+    monkeypatch.setattr(core_gram_module, "address_space_is_lazy", lambda: True)
     core = CoreSetState.growable(2**30, 1e-2, max_points=3000, initial=64)
     assert core.capacity == core.limit == 3000
     budget = 2000 * 2000 * 4
     assert CoreSetState.growable(budget, 1e-2, max_points=10**6, initial=64).capacity == 2000
 
-    original = core_set_module.lazy_zeros
+    original = core_gram_module.lazy_zeros
 
     def refuse_large(shape, dtype):
         if shape[0] > 64:
             raise MemoryError("address space refused")
         return original(shape, dtype)
 
-    monkeypatch.setattr(core_set_module, "lazy_zeros", refuse_large)
+    monkeypatch.setattr(core_gram_module, "lazy_zeros", refuse_large)
     core = CoreSetState.growable(2**30, 1e-2, max_points=100, initial=64)
     assert (core.capacity, core.limit) == (64, 100)
-    monkeypatch.setattr(core_set_module, "lazy_zeros", original)
-    monkeypatch.setattr(core_set_module, "address_space_is_lazy", lambda: False)  # strict overcommit: no reserving
+    monkeypatch.setattr(core_gram_module, "lazy_zeros", original)
+    monkeypatch.setattr(core_gram_module, "address_space_is_lazy", lambda: False)  # strict overcommit: no reserving
     assert CoreSetState.growable(2**30, 1e-2, max_points=3000, initial=64).capacity == 64
     core.reserve(10)
     assert core.capacity == 64
@@ -418,8 +417,8 @@ def test_growable_core_set_reserves_its_limit_and_falls_back_to_doubling_when_re
 def test_gram_rows_avoid_lengths_with_a_large_power_of_two_factor(monkeypatch):
     """Core sets of 2,048 points or more get Gram rows of 8 (mod 16) values: 32,768 values per row slowed a growth's
     transposed copy 5-10x.  The capacity moves up by at most 15 points, never past the budget's, else down."""
-    import coresvm.solvers.core_set as core_set_module
-    from coresvm.solvers.core_set import CoreSetState, budget_capacity, cache_friendly_capacity
+    import coresvm.solvers.core_gram as core_gram_module
+    from coresvm.solvers.core_gram import CoreSetState, budget_capacity, cache_friendly_capacity
 
     assert cache_friendly_capacity(32768, 10**6) == 32776
     assert cache_friendly_capacity(32768, 32768) == 32760
@@ -428,7 +427,7 @@ def test_gram_rows_avoid_lengths_with_a_large_power_of_two_factor(monkeypatch):
         friendly = cache_friendly_capacity(capacity, capacity + 3)
         assert friendly % 16 == 8 and capacity - 16 < friendly <= capacity + 3
         assert cache_friendly_capacity(friendly, friendly) == friendly
-    monkeypatch.setattr(core_set_module, "address_space_is_lazy", lambda: True)
+    monkeypatch.setattr(core_gram_module, "address_space_is_lazy", lambda: True)
     core = CoreSetState.growable(2**33, 1e-2, max_points=32768)
     assert core.capacity == core.limit == 32776 and core.gram.shape == (32776, 32776)
     budget = 32768 * 32768 * 4
@@ -439,7 +438,7 @@ def test_gram_rows_avoid_lengths_with_a_large_power_of_two_factor(monkeypatch):
 
 def test_mirror_new_rows_copies_the_new_rows_into_the_old_rows_columns():
     """Tiles that do not divide the sizes, and a start/stop range of old rows as one thread's task."""
-    from coresvm.solvers.core_set import mirror_new_rows
+    from coresvm.solvers.core_gram import mirror_new_rows
 
     n, k = 150, 70
     gram = np.zeros((n + k, n + k), dtype=np.float32)
@@ -457,7 +456,7 @@ def test_imdm_partner_search_finds_the_first_largest_value_like_a_plain_scan(n):
     # IMDM's blocked search (each block's largest value taken in the values pass, then the first entry equal to the
     # best block's) must pick exactly what one scan of the values picks: the first position of the largest positive
     # value, ties included (a different pick would change the solver's path).  Entries past n must be ignored.
-    from coresvm.solvers.core_set import SECOND_IMDM
+    from coresvm.solvers.engine import SECOND_IMDM
 
     rng = np.random.default_rng(n)
     for trial in range(30):
@@ -482,7 +481,7 @@ def test_imdm_partner_search_finds_the_first_largest_value_like_a_plain_scan(n):
 def test_update_pass_finds_the_toward_vertex_of_the_updated_gradient(n, lam):
     # Long core sets take each block's minimum during the update's pass: the new gradient and the toward vertex
     # (the first smallest score, ties included) must be those of the update followed by a scan.
-    from coresvm.solvers.core_set import _update_gradient_blocked
+    from coresvm.solvers.core_steps import _update_gradient_blocked
 
     rng = np.random.default_rng(n + int(10 * lam))
     for trial in range(20):
@@ -588,18 +587,18 @@ def test_mdm_partner_is_the_first_largest_active_score_above_the_toward_vertex(n
 def test_core_set_stops_growing_with_a_clear_warning_when_the_system_refuses_memory(monkeypatch):
     """A refused doubling (ulimit -v, strict overcommit) below the budget ends the fit as a full core set: the
     model so far is kept, the record says where, and the warning names the refusal, not the budget."""
-    import coresvm.solvers.core_set as core_set_module
+    import coresvm.solvers.core_gram as core_gram_module
     from coresvm import CoreSVC
 
-    original = core_set_module.lazy_zeros
+    original = core_gram_module.lazy_zeros
 
     def refuse_past_1024(shape, dtype):
         if shape[0] > 1024:
             raise MemoryError("address space refused")
         return original(shape, dtype)
 
-    monkeypatch.setattr(core_set_module, "address_space_is_lazy", lambda: False)
-    monkeypatch.setattr(core_set_module, "lazy_zeros", refuse_past_1024)
+    monkeypatch.setattr(core_gram_module, "address_space_is_lazy", lambda: False)
+    monkeypatch.setattr(core_gram_module, "lazy_zeros", refuse_past_1024)
     monkeypatch.setattr(svc_module, "SMALL_PROBLEM_FAST_PATH", False)  # the core-set loop, not the dense path
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 2))
@@ -612,11 +611,11 @@ def test_core_set_stops_growing_with_a_clear_warning_when_the_system_refuses_mem
 
 
 def test_ball_gram_is_capped_at_the_problem_and_names_a_refusal(monkeypatch):
-    import coresvm.solvers.core_set as core_set_module
+    import coresvm.solvers.core_gram as core_gram_module
     from coresvm.solvers.driver import ball_gram
 
     assert ball_gram(2**30, 1e-2, 300).shape == (300, 300)  # a 1 GiB budget, 300 points
-    monkeypatch.setattr(core_set_module, "lazy_zeros", lambda shape, dtype: (_ for _ in ()).throw(MemoryError()))
+    monkeypatch.setattr(core_gram_module, "lazy_zeros", lambda shape, dtype: (_ for _ in ()).throw(MemoryError()))
     with pytest.raises(MemoryError, match="could not be reserved: the system refused it"):
         ball_gram(2**30, 1e-2, 100_000)
 
@@ -624,7 +623,8 @@ def test_ball_gram_is_capped_at_the_problem_and_names_a_refusal(monkeypatch):
 def test_growth_drops_zero_weight_points_once_they_outnumber_a_quarter_of_the_active_ones():
     """The core set is compacted when it holds more than 1.25 x its active points (+256): not 2.25 x, as a slack of
     the round's allowance (growth x |active|) let it."""
-    from coresvm.solvers.core_set import CoreSetState, _grow, append_points
+    from coresvm.solvers.core_gram import CoreSetState, append_points
+    from coresvm.solvers.core_set import _grow
 
     X, y = noisy_xor(4000, 5)
     problem = SimplexProblem(X, y, np.full(4000, 10.0), KernelSpec("rbf", gamma=1.0), bias=True, lam=0.0)
@@ -743,7 +743,7 @@ def test_core_set_in_float64_recomputes_the_gram_and_gradient():
     G = Q a from it."""
     from sklearn.metrics.pairwise import rbf_kernel
 
-    from coresvm.solvers.core_set import CoreSetState, append_points
+    from coresvm.solvers.core_gram import CoreSetState, append_points
 
     X, y = square_boundary(300)
     signs = np.where(y == 1, 1.0, -1.0)
@@ -765,7 +765,7 @@ def test_a_fit_whose_float32_gram_rounding_breaks_a_face_goes_on_in_float64(monk
     """3,000 points of :func:`square_boundary` at C = 1e6: a face of the float32 Gram proves indefinite, and the
     core set goes on with a float64 Gram to convergence.  Kept in float32 (the system refuses the float64 Gram's
     memory) the same fit goes on and runs to max_iter."""
-    from coresvm.solvers.core_set import CoreSetState
+    from coresvm.solvers.core_gram import CoreSetState
 
     X, y = square_boundary(3000)
     params = {"C": 1e6, "gamma": 1.0, "cache_size": 40, "random_state": 0, "max_iter": 1_500_000}

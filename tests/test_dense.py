@@ -13,7 +13,7 @@ from test_solvers import assert_reaches_exact_optimum, dense_alpha, exact_soluti
 from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem
 from coresvm.solvers import clock, engine
-from coresvm.solvers.core_set import l2svm_duality_gap
+from coresvm.solvers.core_steps import l2svm_duality_gap
 from coresvm.solvers.dense import (
     _drop_idle,
     fits_dense,

@@ -10,7 +10,8 @@ from test_solvers import dense_alpha, exact_solution
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem, kkt_bias
-from coresvm.solvers.core_set import gram_dtype, select_second_vertex
+from coresvm.solvers.core_gram import gram_dtype
+from coresvm.solvers.core_steps import select_second_vertex
 from coresvm.solvers.driver import SolverOptions, ball_gram_tol, run_engine
 from coresvm.solvers.engine import SECOND_IMDM, SECOND_MDM
 from coresvm.solvers.geometric import (

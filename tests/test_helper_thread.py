@@ -11,18 +11,17 @@ import coresvm.solvers.core_set as core_set_module
 from coresvm import CoreSVC
 from coresvm.kernels import KernelSpec, limit_kernel_threads, parallel_loop_threads
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import (
+from coresvm.solvers.core_gram import CoreSetState, append_points
+from coresvm.solvers.core_steps import (
     NO_HELPER,
     NO_LINEAR_TERM,
     ROWS_STORED,
-    SECOND_IMDM,
     STOP_RELATIVE_GAP,
-    CoreSetState,
-    append_points,
     inner_solve,
     partner_work_space,
     pass_helper_loop,
 )
+from coresvm.solvers.engine import SECOND_IMDM
 from coresvm.solvers.helper_thread import (
     EXIT,
     HelperThread,

@@ -19,14 +19,13 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-import coresvm.solvers.core_set as core_set_module
 import coresvm.solvers.driver as driver_module
 import coresvm.svc as svc_module
 from coresvm import CoreSVC, load_model, save_model
 from coresvm.datasets import make_checkerboard
 from coresvm.kernels import KernelSpec
 from coresvm.problem import SimplexProblem
-from coresvm.solvers.core_set import budget_capacity, core_set_capacity, gram_dtype
+from coresvm.solvers.core_gram import CoreSetState, budget_capacity, core_set_capacity, gram_dtype
 from coresvm.solvers.driver import run_engine
 
 ALL_SOLVERS = ["coreset", "cvm", "bvm", "sphere", "mnsvm", "fw", "mfw", "swap", "partan"]
@@ -48,7 +47,7 @@ def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
     and a 64-point core set.  BVM keeps no Gram matrix (tests/test_bvm.py)."""
     budget = int(10**log_columns * m * 8)  # 1 to 1000 kernel columns' worth
     grams = []
-    original = core_set_module.CoreSetState.within_budget.__func__
+    original = CoreSetState.within_budget.__func__
 
     def recording(cls, budget_bytes, tol_, max_points=None):
         state = original(cls, budget_bytes, tol_, max_points)
@@ -58,15 +57,15 @@ def test_kernel_memory_never_exceeds_the_budget(m, log_columns, solver, tol):
     options = CoreSVC(solver=solver, search="full", tol=tol, max_iter=3000).solver_options(m, 0, np.inf)
     options.cache_bytes = options.core_set_bytes = budget
     reserved = []
-    original_reserve = core_set_module.CoreSetState.reserve
+    original_reserve = CoreSetState.reserve
 
     def recording_reserve(state, extra):  # a growable core set (solve_core_set) may reallocate as it grows
         original_reserve(state, extra)
         reserved.append((state.gram.nbytes, state.gram.dtype.itemsize))
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(core_set_module.CoreSetState, "within_budget", classmethod(recording))
-        patch.setattr(core_set_module.CoreSetState, "reserve", recording_reserve)
+        patch.setattr(CoreSetState, "within_budget", classmethod(recording))
+        patch.setattr(CoreSetState, "reserve", recording_reserve)
         result = run_engine(_problem(m), options)
     floor = 2 * m * 8
     assert result.cache_bytes <= max(budget, floor)

@@ -269,7 +269,7 @@ def test_core_set_with_float32_gram_is_within_tol_of_the_optimum():
 
 def test_core_set_stops_when_its_byte_budget_is_full():
     """A budget for 64 points on a problem with more support vectors: status says so, the point is feasible."""
-    from coresvm.solvers.core_set import core_set_capacity
+    from coresvm.solvers.core_gram import core_set_capacity
 
     problem = make_problem(m=400, C=1e4)
     budget = 64 * 64 * 4
@@ -282,7 +282,7 @@ def test_core_set_stops_when_its_byte_budget_is_full():
 
 
 def test_compact_gram_in_place_equals_fancy_indexing():
-    from coresvm.solvers.core_set import compact_gram_in_place
+    from coresvm.solvers.core_gram import compact_gram_in_place
 
     gram = np.random.RandomState(0).rand(9, 9).astype(np.float32)
     keep = np.array([0, 2, 3, 7, 8])
@@ -296,17 +296,17 @@ def test_compaction_on_threads_equals_fancy_indexing(monkeypatch, pattern):
     """The threaded compaction writes its ranges in any order only where no row of a range reads another's, and
     splits in-order ranges into parts whose rows read by the part before are copied first: with the tasks run last
     first, the result is still the in-order compaction's, for every shape of the dropped rows."""
-    from coresvm.solvers import core_set
+    from coresvm.solvers import core_gram
 
-    monkeypatch.setattr(core_set, "COMPACTION_WAVE_ROWS", 8)
-    monkeypatch.setattr(core_set, "COMPACTION_TASK_ROWS", 3)  # several tasks per range
-    monkeypatch.setattr(core_set, "default_kernel_threads", lambda: 3)  # three parts of an in-order range
+    monkeypatch.setattr(core_gram, "COMPACTION_WAVE_ROWS", 8)
+    monkeypatch.setattr(core_gram, "COMPACTION_TASK_ROWS", 3)  # several tasks per range
+    monkeypatch.setattr(core_gram, "default_kernel_threads", lambda: 3)  # three parts of an in-order range
 
     def blocks_last_first(n_rows, block_rows, one_block, n_threads):  # the worst order threads could take
         for start in reversed(range(0, n_rows, block_rows)):
             one_block(start)
 
-    monkeypatch.setattr(core_set, "run_row_blocks", blocks_last_first)
+    monkeypatch.setattr(core_gram, "run_row_blocks", blocks_last_first)
     rng = np.random.RandomState(1)
     n = 300
     dropped = {"prefix kept": np.arange(n) >= 200, "few drops": rng.rand(n) < 0.03,
@@ -315,12 +315,12 @@ def test_compaction_on_threads_equals_fancy_indexing(monkeypatch, pattern):
     keep = np.flatnonzero(~dropped)
     gram = rng.rand(n + 5, n + 5).astype(np.float32)
     expected = gram[np.ix_(keep, keep)].copy()
-    waves = core_set.compaction_waves(keep)
+    waves = core_gram.compaction_waves(keep)
     assert [start for start, _, _ in waves] == [0] + [stop for _, stop, _ in waves[:-1]] and waves[-1][1] == len(keep)
     for start, stop, parallel in waves:  # a range in any order: its rows read themselves or rows past it
         rows = np.arange(start, stop)
         assert not parallel or np.all((keep[rows] == rows) | (keep[rows] >= stop))
-    core_set.compact_gram_on_threads(gram, keep)
+    core_gram.compact_gram_on_threads(gram, keep)
     np.testing.assert_array_equal(gram[: len(keep), : len(keep)], expected)
 
 

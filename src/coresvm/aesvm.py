@@ -35,7 +35,7 @@ from numba import njit
 
 from .kernels import KernelSpec, kernel_block, kernel_diagonal, map_on_kernel_threads, squared_norms
 from .problem import SimplexProblem
-from .solvers.core_set import (
+from .solvers.core_steps import (
     NO_HELPER,
     NO_LINEAR_TERM,
     ROWS_STORED,
@@ -313,14 +313,14 @@ def _coverage_qp(W, diag_w, n, lin, const, eps, tol, max_iter, alpha, G, active)
     """Minimize ``f(a) = a' H a + lin' a + const`` over the unit simplex, ``H = W[:n, :n]``, until it is decided.
 
     Pairwise Frank-Wolfe (Frandi et al. 2015 Sec. 2.4) by the core set's
-    :func:`~coresvm.solvers.core_set.inner_solve` (rule
-    :data:`~coresvm.solvers.core_set.STOP_COVERAGE`): from the vertex of least ``f``, toward vertex ``s =
+    :func:`~coresvm.solvers.core_steps.inner_solve` (rule
+    :data:`~coresvm.solvers.core_steps.STOP_COVERAGE`): from the vertex of least ``f``, toward vertex ``s =
     argmin G`` (the first), partner ``v = argmax G`` over the active points (MDM, the first), step along ``e_s
     - e_v`` with :func:`~coresvm.solvers.steps.pairwise_direction` and the exact line search
     :func:`~coresvm.solvers.steps.clipped_step`, clipped at ``a_v`` (so weights reach exactly 0).  ``G`` is the
     half gradient with the linear term folded in, ``G = H a + lin / 2``, kept up to date with one row of ``W``
     per vertex, ``O(n)`` per step.  The Frank-Wolfe gap ``2 (a'G - G_s)`` bounds ``f(a) - f*`` (Frandi et al.
-    2015 eq. 3), so (:func:`~coresvm.solvers.core_set.coverage_decided`):
+    2015 eq. 3), so (:func:`~coresvm.solvers.core_steps.coverage_decided`):
 
     * ``f(a) - gap > eps``: no point of the simplex reaches ``eps``; stop, not covered;
     * ``f(a) <= eps`` and ``gap <= tol``: stop, covered (``tol = inf``: as soon as ``f(a) <= eps``);
@@ -380,8 +380,8 @@ def check_point(K: np.ndarray, point: int, candidates: np.ndarray, eps: float = 
 
     Solves ``min_mu ||phi(x) - sum_t mu_t phi(x_t)||^2`` over the unit simplex
     (eq. 6) by pairwise Frank-Wolfe on the kernel block ``K[Psi, Psi]``: the core set's inner solve
-    (:func:`~coresvm.solvers.core_set.inner_solve`) with the linear term ``-2 k_Cx`` and the stopping rule
-    :data:`~coresvm.solvers.core_set.STOP_COVERAGE`.
+    (:func:`~coresvm.solvers.core_steps.inner_solve`) with the linear term ``-2 k_Cx`` and the stopping rule
+    :data:`~coresvm.solvers.core_steps.STOP_COVERAGE`.
 
     Parameters
     ----------
@@ -438,7 +438,7 @@ def sphere_set(K: np.ndarray, solver: str = "dense", X=None, spec: KernelSpec | 
         Kernel matrix of the segment.
     solver : {'dense', 'engine'}
         'dense' runs the core set's inner solve
-        (:func:`~coresvm.solvers.core_set.inner_solve`: pairwise MDM steps, ``lam = 1``) on ``K``,
+        (:func:`~coresvm.solvers.core_steps.inner_solve`: pairwise MDM steps, ``lam = 1``) on ``K``,
         which the segment needs anyway.  'engine' builds a
         :class:`~coresvm.problem.SimplexProblem` (lam=1, no bias, C huge) and
         solves it with :func:`~coresvm.solvers.driver.run_engine` (swap steps,

@@ -38,7 +38,7 @@ from sklearn.utils import check_random_state
 from .kernels import KernelSpec, kernel_product, resolve_gamma, squared_norms, within_process_thread_limit
 from .multiclass import BinaryModel
 from .problem import SimplexProblem, kkt_bias
-from .solvers.core_set import core_set_capacity
+from .solvers.core_gram import core_set_capacity
 from .solvers.driver import run_engine
 from .svc import CoreSVC
 

@@ -33,7 +33,7 @@ from ._validation import caller_stacklevel, check_choice, check_kernel_range, ch
 from .estimator import CoreEstimatorBase, check_sample_weight, warn_unconverged
 from .kernels import kernel_product, resolve_gamma, squared_norms, within_process_thread_limit
 from .problem import SimplexProblem
-from .solvers.core_set import budget_capacity
+from .solvers.core_gram import budget_capacity
 from .solvers.driver import run_engine
 from .solvers.options import (
     CoreSetLoopOptions,

@@ -33,7 +33,8 @@ from .kernels import (
 )
 from .problem import SPARSE_MIN_FEATURES, SimplexProblem, sparse_layout
 from .solvers.active_face import CHOLESKY_MAX_FACE, newton_step
-from .solvers.core_set import CoreSetState, append_points, partner_work_space, pass_helper_loop
+from .solvers.core_gram import CoreSetState, append_points
+from .solvers.core_steps import partner_work_space, pass_helper_loop
 from .solvers.helper_thread import EXIT, new_control
 from .svc import CoreSVC
 
@@ -105,7 +106,7 @@ def _float32_products() -> None:
 
 
 def _computed_rows() -> None:
-    """Grow a core set past its stored Gram (:meth:`~coresvm.solvers.core_set.CoreSetState.compute_rows_from`):
+    """Grow a core set past its stored Gram (:meth:`~coresvm.solvers.core_gram.CoreSetState.compute_rows_from`):
     the loops of computed kernel rows and of the gradient from them."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 2))
@@ -118,12 +119,13 @@ def _computed_rows() -> None:
 
 
 def _pass_helper() -> None:
-    """The helper thread's loop of large core sets' pairwise steps (:func:`~coresvm.solvers.core_set.pass_helper_loop`),
-    for a float32 and a float64 Gram; told to end before it starts.  The solving thread's side is in the inner solve
+    """The helper thread's loop of large core sets' pairwise steps
+    (:func:`~coresvm.solvers.core_steps.pass_helper_loop`), for a float32 and a float64 Gram; told to end before it
+    starts.  The solving thread's side is in the inner solve
     that every fit above compiled."""
     X = np.random.default_rng(0).standard_normal((64, 2))
     problem = SimplexProblem(X, np.where(X[:, 0] > 0, 1.0, -1.0), np.ones(64), KernelSpec("rbf", gamma=1.0))
-    for tol in (1e-2, 1e-4):  # a float32 and a float64 Gram (core_set.gram_dtype)
+    for tol in (1e-2, 1e-4):  # a float32 and a float64 Gram (core_gram.gram_dtype)
         core = CoreSetState.growable(2**20, tol, max_points=64)
         append_points(problem, core, np.arange(64), np.full(64, 1.0 / 64))
         control = new_control()

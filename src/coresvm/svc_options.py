@@ -16,7 +16,7 @@ from .cache import cache_budgets
 from .estimator import warn_unconverged
 from .kernels import KernelSpec
 from .multiclass import BinaryModel
-from .solvers.core_set import budget_capacity
+from .solvers.core_gram import budget_capacity
 from .solvers.driver import JOINT_BALL_RULES
 from .solvers.engine import SECOND_VERTEX_RULES
 from .solvers.geometric import STOPPING_RULES

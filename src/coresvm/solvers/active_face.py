@@ -8,7 +8,7 @@ a_t = 0 off S}`` is one linear solve: ``a_S = Q_SS^{-1} 1 / (1' Q_SS^{-1} 1)`` (
 weight comes out negative leave the face and the solve is repeated; the face's minimum is kept when
 its objective (after pairwise steps from it) is below the iterate's, and the pairwise steps resume
 from it.  This is the active-set method for convex QPs (Nocedal and Wright 2006, sec. 16.5) with a batch of
-constraints changed per solve; the duality gap is :func:`~coresvm.solvers.core_set.l2svm_duality_gap`.
+constraints changed per solve; the duality gap is :func:`~coresvm.solvers.core_steps.l2svm_duality_gap`.
 Faces of up to :data:`CHOLESKY_MAX_FACE` points are factorized; larger ones (the checkerboard's 9,600 support
 vectors, ijcnn1's 5,200) are solved by Nystrom-preconditioned conjugate gradients (:func:`face_system_by_cg`),
 in time proportional to ``|S| x core-set size`` per step, unless the fit's conjugate gradients have been slow

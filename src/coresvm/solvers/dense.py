@@ -14,7 +14,7 @@ declared ``nogil=True``:
   product ``X[new] X'`` -- Numba calls BLAS for ``np.dot`` -- then the
   kernel) and kept: the leading ``n_w`` columns of those rows are the core
   set's Gram matrix, solved by the core-set solver's own pairwise-step loop
-  (:func:`coresvm.solvers.core_set.inner_solve`: IMDM/GMDM second vertex,
+  (:func:`coresvm.solvers.core_steps.inner_solve`: IMDM/GMDM second vertex,
   exact line search, Strack 2013 eqs. 5.33/5.35).
 * After each inner solve the gradient ``G = Q a`` of *every* point is
   recomputed exactly from the active rows (``|active| x m`` multiply-adds, no
@@ -56,7 +56,7 @@ from numba import njit
 from ..kernels import RBF, KernelSpec, kernel_from_dot
 from ..problem import SimplexProblem
 from .clock import now
-from .core_set import (
+from .core_steps import (
     ROWS_STORED,
     STOP_RELATIVE_GAP,
     duality_gap_weights,
@@ -608,7 +608,7 @@ def solve_capped_round(rows, alpha, G, diag, n_w, lam, second_rule, gmdm_k, eta,
     Returns (steps taken, the inner tolerance, ``a'Qa``, ``a'diag``, gap, scale, status): the status is
     :data:`ROUND_GOES_ON` or the reason to stop (converged at relative gap ``tol``, ``max_iter``, ``max_time``).
     ``inv_c`` (``1/C`` by position, or empty): at ``tol >= 1e-3`` the L2-SVM's duality gap over every point
-    (:func:`~coresvm.solvers.core_set.l2svm_duality_gap`) also ends the fit, as in the core-set solver.
+    (:func:`~coresvm.solvers.core_steps.l2svm_duality_gap`) also ends the fit, as in the core-set solver.
     """
     dual = duality_gap_weights(inv_c, tol, lam)
     inner_tol = max(0.5 * tol, 0.1 * outer_rel_gap)

@@ -13,7 +13,7 @@ indices and ``L``'s two values (:class:`~coresvm.solvers.dense.RowScheme`).  The
 here the row buffer holds as many rows as the byte budget allows (``cache_size / (itemsize * m)``), not ``m``:
 
 * rows are ``float32`` when ``tol >= 1e-3`` (the core-set solvers' rule,
-  :func:`~coresvm.solvers.core_set.gram_dtype`), halving memory and the
+  :func:`~coresvm.solvers.core_gram.gram_dtype`), halving memory and the
   bandwidth of the per-round gradient refresh;
 * the inner products of a batch go through one reused buffer of :data:`DOT_CHUNK` rows;
 * when the buffer is full, working-set points with zero weight give their
@@ -32,7 +32,7 @@ import numpy as np
 
 from ..kernels import single_threaded_blas
 from ..problem import SimplexProblem
-from .core_set import gram_dtype
+from .core_gram import gram_dtype
 from .dense import BATCH, RowScheme, continue_with_core_set, dense_step_budget, solve_dense_loop, stopped_at_step_budget
 from .driver import SolverOptions, SolverResult, run_engine, solver_result
 from .engine import SECOND_VERTEX_RULES, STATUS_CORE_SET_FULL, STATUS_NAMES

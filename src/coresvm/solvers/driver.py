@@ -9,13 +9,8 @@ import numpy as np
 
 from ..cache import ColumnCache
 from ..problem import SimplexProblem
-from .core_set import (
-    FLOAT64_GRAM_TOL,
-    CoreSetState,
-    budget_capacity,
-    exact_gradient,
-    solve_core_set,
-)
+from .core_gram import FLOAT64_GRAM_TOL, CoreSetState, budget_capacity
+from .core_set import exact_gradient, solve_core_set
 from .engine import SECOND_VERTEX_RULES, STATUS_NAMES, STEP_RULES, solve_simplex
 from .geometric import (
     BALL_RULES,
@@ -266,7 +261,7 @@ def _ball_result(problem, options, rng, support, alpha, n_iter, status, start, r
 
 
 def ball_gram_tol(eps: float, eta: float) -> float:
-    """The tolerance that sizes the SVs' Gram of 'sphere' and 'mnsvm' (``core_set.gram_dtype``: float32 from 1e-3).
+    """The tolerance that sizes the SVs' Gram of 'sphere' and 'mnsvm' (``core_gram.gram_dtype``: float32 from 1e-3).
 
     Over-relaxed runs (``eta > 1``) always get a float64 Gram.  The tracked ``||c||^2`` is updated
     with the step's curvature from the float64 diagonal, the gradients with float32 Gram rows; each
@@ -286,7 +281,7 @@ def ball_gram_tol(eps: float, eta: float) -> float:
 
 def ball_gram(budget_bytes: int, tol: float, m: int) -> np.ndarray:
     """The SVs' Gram of 'sphere' and 'mnsvm': as many points as ``budget_bytes`` allow, at most ``m`` (give or
-    take the 15 points of :func:`~coresvm.solvers.core_set.cache_friendly_capacity`).
+    take the 15 points of :func:`~coresvm.solvers.core_gram.cache_friendly_capacity`).
 
     It cannot grow inside the compiled loop, so it is reserved at once; where the system refuses that (an
     address-space limit such as ``ulimit -v``, or strict overcommit), the error says so instead of a bare

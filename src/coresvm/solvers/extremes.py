@@ -1,7 +1,7 @@
 """Maxima and minima of two floats that LLVM can vectorize inside Numba loops.
 
 The vertex searches reduce every pass over the core set to its extremes (per block of
-:data:`~coresvm.solvers.core_set.EXTREME_BLOCK` entries).  Numba lowers Python's ``max`` and ``min`` of floats to a
+:data:`~coresvm.solvers.core_steps.EXTREME_BLOCK` entries).  Numba lowers Python's ``max`` and ``min`` of floats to a
 compare and a select, and its fast-math flags reach the compare but not the select, so LLVM (22, llvmlite 0.50) does
 not recognize such a loop as a max / min reduction and leaves it scalar even under ``fastmath``.  These two functions
 emit LLVM's ``maxnum`` / ``minnum`` with the no-NaN and no-signed-zero flags, whose reductions LLVM vectorizes: on

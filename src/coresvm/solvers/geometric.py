@@ -73,7 +73,8 @@ from ..kernels import (
     single_threaded_blas,
 )
 from ..problem import extended_column, extended_row
-from .core_set import compact_gram_in_place, partner_work_space, select_second_vertex
+from .core_gram import compact_gram_in_place
+from .core_steps import partner_work_space, select_second_vertex
 from .engine import (
     STATUS_CONVERGED,
     STATUS_CORE_SET_FULL,

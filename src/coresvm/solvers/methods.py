@@ -84,7 +84,7 @@ METHODS: dict[str, Method] = {
             stopping="statistical: at most violator_fraction of the points violate by more than tol, "
                      "at 95% confidence on a fresh uniform sample",
             outer_loop="core-set growth: up to max(300, |active|) violators per round, warm-started inner solve",
-            loop="core_set.solve_core_set -> core_set.inner_solve; small dense problems: dense.solve_rows_dense",
+            loop="core_set.solve_core_set -> core_steps.inner_solve; small dense problems: dense.solve_rows_dense",
             paper="Tsang et al. 2005, sec. 4 (core-set growth, Badoiu-Clarkson), with the inner solve of "
                   "Strack 2013 sec. 5.6 (IMDM, eq. 5.33); batch growth and the statistical stop are coresvm's",
             n_candidates=10_000, sweep_rounds=25, max_add=300, growth=CORE_SET_GROWTH, core_set_stop="sample",
@@ -96,7 +96,7 @@ METHODS: dict[str, Method] = {
             vertex_search="the furthest of 59 random points (the '59 trick')",
             stopping="the (1 + eps)-ball test: no sampled point outside (1 + eps) R",
             outer_loop="core-set growth: one point per round, warm-started inner solve",
-            loop="core_set.solve_core_set -> core_set.inner_solve",
+            loop="core_set.solve_core_set -> core_steps.inner_solve",
             paper="Tsang et al. 2005, sec. 4 steps 1-5 (eq. 3 radius, eq. 5 inner MEB QP), sec. 4.1.2 (59 draws)",
             radius_test=True, needs_constant_diagonal=True,
         ),
@@ -165,7 +165,7 @@ OTHER_SOLVES: dict[str, Method] = {
             vertex_search="full scan of the segment's candidates", second_vertex="mdm",
             stopping="decided (f - gap > eps: not covered; f <= eps: covered) or absolute gap",
             outer_loop="none",
-            loop=("aesvm.check_point / aesvm.derive_ae -> core_set.inner_solve (linear term, stop rule "
+            loop=("aesvm.check_point / aesvm.derive_ae -> core_steps.inner_solve (linear term, stop rule "
                   "STOP_COVERAGE)"),
             paper="Nandan et al. 2014, sec. 4.3 (CheckPoint, eq. 11); step: Frandi, Nanculef and Suykens 2015",
         ),
@@ -174,7 +174,7 @@ OTHER_SOLVES: dict[str, Method] = {
             step="pairwise FW step (solver='dense'), or the engine's 'swap' (solver='engine')",
             vertex_search="full scan", second_vertex="mdm", stopping="relative duality gap <= 1e-4",
             outer_loop="none",
-            loop=("aesvm.sphere_set -> core_set.inner_solve (lam = 1, stop rule STOP_RELATIVE_GAP), or "
+            loop=("aesvm.sphere_set -> core_steps.inner_solve (lam = 1, stop rule STOP_RELATIVE_GAP), or "
                   "driver.run_engine"),
             paper="Nandan et al. 2014, sec. 4.3 step 1 (SphereSet: the segment's minimum enclosing ball)",
         ),
