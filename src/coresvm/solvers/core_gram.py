@@ -151,9 +151,9 @@ class CoreSetState:
 
     def compute_rows_from(self, problem) -> None:
         """Drop the Gram matrix: from now on the inner solve computes ``Q``'s rows from the core points' features
-        (:func:`kernel_row`, :func:`computable_rows` problems), and the core set may hold every point.  When at most
-        :data:`NONZERO_SHARE_FOR_NORMS` of the core points' features are nonzero, the rows are computed over each
-        point's nonzero features (:func:`~coresvm.kernels.rbf_row_values_over_nonzeros`)."""
+        (:func:`~coresvm.solvers.core_steps.kernel_row`, :func:`computable_rows` problems), and the core set may hold
+        every point.  When at most :data:`NONZERO_SHARE_FOR_NORMS` of the core points' features are nonzero, the rows
+        are computed over each point's nonzero features (:func:`~coresvm.kernels.rbf_row_values_over_nonzeros`)."""
         n = self.size
         features_t = np.zeros((problem.X.shape[1], self.capacity), dtype=np.float32)
         self.computed_rows = (features_t, np.zeros(self.capacity, dtype=np.float32), float(problem.kernel.gamma),
@@ -274,16 +274,17 @@ COMPUTED_GRADIENT_ROWS = 64  # rows of computed_gradient per task
 
 
 def computable_rows(problem, dtype) -> bool:
-    """Whether ``Q``'s rows can be computed per step (:func:`kernel_row`): a dense binary RBF problem of at most
-    :data:`COMPUTED_ROWS_MAX_FEATURES` features with a float32 Gram."""
+    """Whether ``Q``'s rows can be computed per step (:func:`~coresvm.solvers.core_steps.kernel_row`): a dense binary
+    RBF problem of at most :data:`COMPUTED_ROWS_MAX_FEATURES` features with a float32 Gram."""
     return (not problem.is_joint and problem.kernel.name == "rbf" and type(problem.X) is np.ndarray
             and problem.X.shape[1] <= COMPUTED_ROWS_MAX_FEATURES and np.dtype(dtype) == np.float32)
 
 
 @njit(cache=True, nogil=True)
 def computed_gradient(computed_rows, diag_w, alpha, n_w, start, stop, out):
-    """``out = (Q a)[start:stop]`` on the first ``n_w`` core points from computed rows (:func:`kernel_row`), with
-    the diagonal in float64 as :func:`_diagonal_in_float64` takes it."""
+    """``out = (Q a)[start:stop]`` on the first ``n_w`` core points from computed rows
+    (:func:`~coresvm.solvers.core_steps.kernel_row`), with the diagonal in float64 as the inner solve's steps take
+    it."""
     row = np.empty(n_w, dtype=np.float32)
     for i in range(start, stop):
         kernel_row(computed_rows, diag_w, i, n_w, row)

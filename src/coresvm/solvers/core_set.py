@@ -134,9 +134,10 @@ def solve_core_set(problem, options, rng, init_idx, init_alpha):
     problems, where the fraction is then exact) is scored, and the fit stops when the Clopper-Pearson bound
     (:func:`violator_upper_bound`) says that, with 95% confidence, fewer than ``violator_fraction`` of the
     points outside the core set violate the margin by more than ``tol``.  The core set itself is solved to a
-    relative duality gap below ``tol`` (:func:`inner_solve`): the Frank-Wolfe gap, under which no core point
-    violates by more than ``tol``, or, when ``tol >= 1e-3`` (a float32 Gram), also the tighter
-    :func:`l2svm_duality_gap`, which bounds only the objective's distance to the optimum.  Either rule is exact
+    relative duality gap below ``tol`` (:func:`~coresvm.solvers.core_steps.inner_solve`): the Frank-Wolfe gap,
+    under which no core point violates by more than ``tol``, or, when ``tol >= 1e-3`` (a float32 Gram), also the
+    tighter :func:`~coresvm.solvers.core_steps.l2svm_duality_gap`, which bounds only the objective's distance to
+    the optimum.  Either rule is exact
     when a round scores every point.  That duality gap can leave core points at zero weight violating by more than
     ``tol``: the test, which scores only points outside the core set, does not count them.
     """
@@ -322,11 +323,11 @@ def phase_record(seconds: dict, newton: NewtonRecord) -> dict:
 def _solve_core(core: CoreSetState, n: int, lam: float, second_rule: int, options, tol: float, max_steps: int,
                 time_left: float, newton_record: NewtonRecord, float64_gram_possible: bool = False
                 ) -> tuple[int, float]:
-    """Solve the core set to ``tol``: pairwise steps (:func:`inner_solve`), and for the L2-SVM (``lam = 0``)
-    Newton steps on the active face where their rate is slow
+    """Solve the core set to ``tol``: pairwise steps (:func:`~coresvm.solvers.core_steps.inner_solve`), and for
+    the L2-SVM (``lam = 0``) Newton steps on the active face where their rate is slow
     (:func:`~coresvm.solvers.active_face.solve_with_newton`), a rate measured by the L2-SVM's duality gap.
     ``float64_gram_possible``: return once a face shows the float32 Gram's rounding indefinite
-    (:meth:`CoreSetState.in_float64`)."""
+    (:meth:`~coresvm.solvers.core_gram.CoreSetState.in_float64`)."""
     gap_weights = duality_gap_weights(core.inv_c, float(options.tol), lam)
 
     row_threads = max(1, min(parallel_loop_threads(), n // PARALLEL_ROWS_MIN_POINTS)) if core.rows_computed else 1
@@ -398,16 +399,16 @@ IDLE_SHARE_COMPUTED = 2.0
 def _grow(problem, core: CoreSetState, in_core, new_points, newton_paid: bool = False,
           new_gradient: np.ndarray | None = None) -> int:
     """Add violators (worst first) to the core set; returns how many fitted.  ``new_gradient``: their scores, ``G``
-    for computed rows (:func:`append_points`).
+    for computed rows (:func:`~coresvm.solvers.core_gram.append_points`).
 
     Zero-weight points are dropped first when the core set holds more than :data:`IDLE_SHARE` times its active points
     (and 256; :data:`IDLE_SHARE_COMPUTED` once its rows are computed), or when the new points would exceed the byte
-    budget.  Every pairwise step passes over the whole core set and
-    its Gram matrix takes ``n^2`` entries: a slack of the round's allowance, ``growth x |active|``, let the core set
-    reach 2.25 times its active points (the 1M checkerboard at C=10: 55,000 points for 33,700 active, 12 GB).
-    A core set of :func:`computable_rows` drops its Gram (:meth:`CoreSetState.compute_rows_from`) past
-    :data:`COMPUTED_ROWS_FROM` points, or past :data:`NEWTON_GRAM_POINTS` once a Newton step has paid
-    (``newton_paid``).
+    budget.  Every pairwise step passes over the whole core set and its Gram matrix takes ``n^2`` entries: a slack
+    of the round's allowance, ``growth x |active|``, let the core set reach 2.25 times its active points (the 1M
+    checkerboard at C=10: 55,000 points for 33,700 active, 12 GB).  A core set of
+    :func:`~coresvm.solvers.core_gram.computable_rows` drops its Gram
+    (:meth:`~coresvm.solvers.core_gram.CoreSetState.compute_rows_from`) past :data:`COMPUTED_ROWS_FROM` points, or
+    past :data:`NEWTON_GRAM_POINTS` once a Newton step has paid (``newton_paid``).
     """
     rows_from = NEWTON_GRAM_POINTS if newton_paid else COMPUTED_ROWS_FROM
     if (not core.rows_computed and core.size + len(new_points) > rows_from
